@@ -1,0 +1,100 @@
+// copy_ in every direction, and item(). Host <-> tpu copies move whole dense
+// buffers; anything strided, broadcast or dtype-converting on the tpu side is
+// a program (the executor's aten::copy rule).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "backend/device_storage.h"
+#include "backend/executor.h"
+#include "backend/tpu_device.h"
+#include "lowering/view.h"
+
+namespace tt::backend {
+namespace {
+
+const OpPlan& copy_plan() {
+  static OpPlan plan = [] {
+    auto& d = c10::Dispatcher::singleton();
+    OpPlan p;
+    p.functional = "aten::copy";
+    p.rule = lowering::find_rule("aten::copy");
+    TORCH_CHECK(p.rule, "tpu: the aten::copy lowering rule is missing");
+    p.mode = Mode::Inplace;
+    p.functional_op = d.findSchemaOrThrow("aten::copy", "");
+    return p;
+  }();
+  return plan;
+}
+
+// self (tpu) <- src (tpu, same device): one program.
+void device_copy(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  static c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
+  torch::jit::Stack stack{self, src, non_blocking};
+  execute(copy_plan(), op, &stack);
+}
+
+bool covers_own_storage(const at::Tensor& t) {
+  lowering::View v{t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+  return lowering::covers_storage(v, static_cast<int64_t>(storage_of(t)->nbytes / t.element_size()));
+}
+
+// Host tensor -> tpu tensor.
+void upload(const at::Tensor& self, const at::Tensor& src) {
+  // Convert and broadcast on the host, then move one dense buffer.
+  at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
+  int dev = self.device().index();
+  auto buf = runtime_for(dev).FromHost(host.const_data_ptr(), to_element_type(self.scalar_type()),
+                                       self.sizes().vec(), dev);
+  if (covers_own_storage(self)) {
+    storage_of(self)->buffer = std::move(buf);
+    return;
+  }
+  device_copy(self, wrap_buffer(std::move(buf), self.sizes(), self.scalar_type()), false);
+}
+
+// tpu tensor -> host tensor.
+void download(const at::Tensor& self, const at::Tensor& src) {
+  runtime::BufferPtr buf = dense_buffer(src);
+  at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+  buf->ToHost(host.mutable_data_ptr(), host.nbytes());
+  self.copy_(host);
+}
+
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  TORCH_CHECK(self.defined() && src.defined(), "copy_: undefined tensor");
+  if (self.numel() == 0) return self;
+  bool self_tpu = self.device().is_privateuseone(), src_tpu = src.device().is_privateuseone();
+  if (self_tpu && src_tpu) {
+    if (self.device() == src.device()) {
+      device_copy(self, src, non_blocking);
+    } else {
+      // Across devices: a dense buffer moves device to device, then converts.
+      runtime::BufferPtr buf = dense_buffer(src);
+      int dev = self.device().index();
+      auto moved = runtime_for(dev).CopyToDevice(*buf, dev);
+      device_copy(self, wrap_buffer(std::move(moved), src.sizes(), src.scalar_type()), non_blocking);
+    }
+  } else if (self_tpu) {
+    TORCH_CHECK(src.device().is_cpu(), "copy_ from ", src.device(), " to tpu is not supported");
+    upload(self, src);
+  } else {
+    TORCH_CHECK(self.device().is_cpu(), "copy_ from tpu to ", self.device(), " is not supported");
+    download(self, src);
+  }
+  return self;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
+  download(host, self);
+  return host.item();
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("copy_", copy_);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+}  // namespace
+}  // namespace tt::backend

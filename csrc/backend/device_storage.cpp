@@ -1,0 +1,120 @@
+#include "backend/device_storage.h"
+
+#include <ATen/EmptyTensor.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+
+#include "backend/tpu_device.h"
+
+namespace tt::backend {
+
+runtime::ElementType to_element_type(at::ScalarType t) {
+  using E = runtime::ElementType;
+  switch (t) {
+    case at::kFloat: return E::F32;
+    case at::kBFloat16: return E::BF16;
+    case at::kHalf: return E::F16;
+    case at::kDouble: return E::F64;
+    case at::kChar: return E::S8;
+    case at::kShort: return E::S16;
+    case at::kInt: return E::S32;
+    case at::kLong: return E::S64;
+    case at::kByte: return E::U8;
+    case at::kBool: return E::Pred;
+    case at::kUInt16: return E::U16;
+    case at::kUInt32: return E::U32;
+    case at::kUInt64: return E::U64;
+    default:
+      TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t,
+                       " yet; supported: float32, bfloat16, float16, float64, int8, int16, int32, "
+                       "int64, uint8, bool");
+  }
+}
+
+at::ScalarType to_scalar_type(runtime::ElementType t) {
+  using E = runtime::ElementType;
+  switch (t) {
+    case E::F32: return at::kFloat;
+    case E::BF16: return at::kBFloat16;
+    case E::F16: return at::kHalf;
+    case E::F64: return at::kDouble;
+    case E::S8: return at::kChar;
+    case E::S16: return at::kShort;
+    case E::S32: return at::kInt;
+    case E::S64: return at::kLong;
+    case E::U8: return at::kByte;
+    case E::Pred: return at::kBool;
+    case E::U16: return at::kUInt16;
+    case E::U32: return at::kUInt32;
+    case E::U64: return at::kUInt64;
+    default: TORCH_CHECK(false, "unexpected PJRT element type ", static_cast<int>(t));
+  }
+}
+
+bool is_supported_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: case at::kBFloat16: case at::kHalf: case at::kDouble: case at::kChar:
+    case at::kShort: case at::kInt: case at::kLong: case at::kByte: case at::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+void delete_storage(void* ctx) { delete static_cast<DeviceStorage*>(ctx); }
+
+struct TpuAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    int device = current_device();
+    auto& rt = runtime_for(device);
+    int64_t capacity = rt.memory_capacity(device);
+    int64_t used = rt.live_bytes(device);
+    TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= capacity - used,
+                     "tpu:", device, " out of memory: tried to allocate ", nbytes, " bytes; ", used,
+                     " bytes in use of ", capacity,
+                     " (free tensors, or set TORCH_TPU_MEMORY_LIMIT to raise the CPU plugin's limit)");
+    auto* s = new DeviceStorage{device, nbytes, nullptr};
+    return {s, s, &delete_storage, c10::Device(c10::DeviceType::PrivateUse1, device)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  // Storage-to-storage copies share the buffer: buffers are immutable.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    auto* d = static_cast<DeviceStorage*>(dest);
+    auto* s = static_cast<const DeviceStorage*>(src);
+    TORCH_CHECK(count == s->nbytes && count == d->nbytes,
+                "tpu: partial storage copies are not supported");
+    d->buffer = s->buffer;
+  }
+};
+
+TpuAllocator g_allocator;
+
+}  // namespace
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+c10::Allocator* tpu_allocator() { return &g_allocator; }
+
+DeviceStorage* storage_of(const at::Tensor& t) {
+  TORCH_CHECK(t.device().is_privateuseone(), "expected a tpu tensor, got ", t.device());
+  void* p = t.storage().data_ptr().get_context();
+  TORCH_CHECK(p != nullptr, "tpu tensor has no storage");
+  return static_cast<DeviceStorage*>(p);
+}
+
+at::Tensor empty_tpu(at::IntArrayRef sizes, at::ScalarType dtype, int device) {
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
+  return at::detail::empty_generic(sizes, &g_allocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   dtype, std::nullopt);
+}
+
+at::Tensor wrap_buffer(runtime::BufferPtr buffer, at::IntArrayRef sizes, at::ScalarType dtype) {
+  at::Tensor t = empty_tpu(sizes, dtype, buffer->device());
+  storage_of(t)->buffer = std::move(buffer);
+  return t;
+}
+
+}  // namespace tt::backend

@@ -1,0 +1,36 @@
+// The storage behind a tpu tensor: one immutable PJRT buffer, rebound when an
+// in-place op writes. A tpu DataPtr points at a DeviceStorage (never at
+// device memory), so PyTorch's storage machinery (sharing, aliasing, views)
+// works unchanged while the bytes stay on the PJRT device.
+#pragma once
+
+#include <ATen/Tensor.h>
+#include <c10/core/Allocator.h>
+
+#include "runtime/runtime.h"
+
+namespace tt::backend {
+
+struct DeviceStorage {
+  int device = 0;
+  size_t nbytes = 0;
+  // The current contents; null until first written (torch.empty), then any
+  // shape whose element count * item size == nbytes.
+  runtime::BufferPtr buffer;
+};
+
+// The DeviceStorage of a tpu tensor (throws for other devices).
+DeviceStorage* storage_of(const at::Tensor& t);
+// The allocator registered for PrivateUse1.
+c10::Allocator* tpu_allocator();
+// A contiguous tpu tensor on `device`, with no contents yet.
+at::Tensor empty_tpu(at::IntArrayRef sizes, at::ScalarType dtype, int device);
+// A contiguous tpu tensor whose storage is `buffer` (buffer numel == numel).
+at::Tensor wrap_buffer(runtime::BufferPtr buffer, at::IntArrayRef sizes, at::ScalarType dtype);
+
+// dtype mapping; unsupported dtypes raise a TypeError naming the dtype.
+runtime::ElementType to_element_type(at::ScalarType t);
+at::ScalarType to_scalar_type(runtime::ElementType t);
+bool is_supported_dtype(at::ScalarType t);
+
+}  // namespace tt::backend

@@ -1,0 +1,57 @@
+// The eager executor: ATen op -> lowering rule -> StableHLO program ->
+// compiled once per cache key -> executed asynchronously on the PJRT device.
+//
+// The cache key is the op, every tensor's dtype and view geometry (sizes,
+// strides, offset, and which storage it reads), its storage's buffer shape,
+// and every non-tensor argument except Scalars, which travel as runtime
+// inputs so that a changing learning rate does not recompile.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
+#include <string>
+
+#include "backend/device_storage.h"
+#include "lowering/rule.h"
+
+namespace tt::backend {
+
+enum class Mode {
+  Functional,  // returns new tensors
+  Inplace,     // writes the functional result into argument 0 (add_)
+};
+
+struct OpPlan {
+  std::string functional;  // rule name, "aten::add.Tensor"
+  const lowering::Rule* rule = nullptr;
+  Mode mode = Mode::Functional;
+  // The functional op, used to infer result types for an in-place call.
+  std::optional<c10::OperatorHandle> functional_op;
+};
+
+// Runs `op` (whose arguments are on top of `stack`) natively per `plan`.
+// Falls back to the CPU (visibly) when the rule cannot lower these arguments.
+void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// Runs an out= op: the functional op, then resize and copy into the out
+// arguments with PyTorch's casting rules.
+void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHandle& op,
+                 torch::jit::Stack* stack);
+
+struct CacheStats {
+  int64_t hits = 0, misses = 0, compiles = 0, entries = 0;
+  double compile_seconds = 0;
+};
+CacheStats cache_stats();
+void cache_clear();
+
+// The storage's buffer, creating a zero-filled one for an uninitialised
+// storage (torch.empty) with element type `dtype`.
+runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype);
+// A dense buffer of `t`'s values in row-major order (its storage's buffer
+// when `t` already covers it; else the result of a program).
+runtime::BufferPtr dense_buffer(const at::Tensor& t);
+
+}  // namespace tt::backend

@@ -1,0 +1,91 @@
+// torch_tpu._C: the bindings the Python package is built on.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "backend/cpu_fallback.h"
+#include "backend/executor.h"
+#include "backend/generator.h"
+#include "backend/op_registration.h"
+#include "backend/tpu_device.h"
+#include "lowering/rule.h"
+#include "runtime/runtime.h"
+
+namespace py = pybind11;
+using namespace tt;
+
+namespace {
+
+runtime::Runtime& rt() {
+  try {
+    return runtime::Runtime::Get();
+  } catch (const runtime::Error& e) {
+    throw std::runtime_error(std::string("torch_tpu could not start a PJRT plugin: ") + e.what());
+  }
+}
+
+py::dict runtime_info() {
+  auto& r = rt();
+  const auto& i = r.info();
+  py::dict d;
+  d["plugin_path"] = i.path;
+  d["platform"] = i.platform;
+  d["reason"] = i.reason;
+  d["pjrt_api_version"] = std::to_string(i.api_major) + "." + std::to_string(i.api_minor);
+  d["pjrt_header_version"] = std::to_string(i.header_major) + "." + std::to_string(i.header_minor);
+  d["platform_name"] = i.platform_name;
+  d["platform_version"] = i.platform_version;
+  py::dict attrs;
+  for (const auto& kv : i.attributes) attrs[py::str(kv.first)] = kv.second;
+  d["attributes"] = attrs;
+  d["device_count"] = r.device_count();
+  py::list kinds;
+  for (int k = 0; k < r.device_count(); ++k) kinds.append(r.device_kind(k));
+  d["device_kinds"] = kinds;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu native core";
+  m.def("_register_ops", &backend::register_lowered_ops);
+  m.def("_runtime_info", &runtime_info);
+  m.def("_is_initialized", &runtime::Runtime::IsInitialized);
+  m.def("_device_count", [] { return rt().device_count(); });
+  m.def("_device_kind", [](int d) { return backend::runtime_for(d).device_kind(d); });
+  m.def("_device_description", [](int d) { return backend::runtime_for(d).device_description(d); });
+  m.def("_current_device", &backend::current_device);
+  m.def("_set_device", &backend::set_current_device);
+  m.def("_synchronize", [](int d) {
+    py::gil_scoped_release no_gil;
+    backend::synchronize(d);
+  });
+  m.def("_memory_allocated", [](int d) { return backend::runtime_for(d).live_bytes(d); });
+  m.def("_max_memory_allocated", [](int d) { return backend::runtime_for(d).peak_bytes(d); });
+  m.def("_live_buffers", [](int d) { return backend::runtime_for(d).live_buffers(d); });
+  m.def("_reset_peak_memory_stats", [](int d) { backend::runtime_for(d).reset_peak(d); });
+  m.def("_memory_capacity", [](int d) { return backend::runtime_for(d).memory_capacity(d); });
+  m.def("_cache_info", [] {
+    auto s = backend::cache_stats();
+    py::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["compiles"] = s.compiles;
+    d["entries"] = s.entries;
+    d["compile_seconds"] = s.compile_seconds;
+    return d;
+  });
+  m.def("_cache_clear", &backend::cache_clear);
+  m.def("_fallback_ops", &backend::fallback_counts);
+  m.def("_reset_fallback_ops", &backend::reset_fallback_counts);
+  m.def("_set_fallback_mode", &backend::set_fallback_mode);
+  m.def("_fallback_mode", &backend::fallback_mode);
+  m.def("_registered_ops", &backend::registered_ops);
+  m.def("_rule_names", &lowering::rule_names);
+  m.def("_default_generator", [](int d) {
+    backend::runtime_for(d);
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(backend::default_generator(d)));
+  });
+}

@@ -1,0 +1,77 @@
+#include "backend/tpu_device.h"
+
+#include <c10/util/Exception.h>
+
+#include <mutex>
+#include <vector>
+
+namespace tt::backend {
+
+namespace {
+thread_local int t_current_device = 0;
+std::mutex g_pending_mu;
+std::vector<std::weak_ptr<runtime::Buffer>> g_pending;
+}  // namespace
+
+int current_device() { return t_current_device; }
+
+void set_current_device(int device) {
+  runtime_for(device);
+  t_current_device = device;
+}
+
+int device_count_or_zero() {
+  try {
+    return runtime::Runtime::Get().device_count();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+runtime::Runtime& runtime_for(int device) {
+  runtime::Runtime* rt = nullptr;
+  try {
+    rt = &runtime::Runtime::Get();
+  } catch (const runtime::Error& e) {
+    TORCH_CHECK(false, "torch_tpu could not start a PJRT plugin: ", e.what());
+  }
+  TORCH_CHECK_INDEX(device >= 0 && device < rt->device_count(), "tpu:", device,
+                    " does not exist: this process has ", rt->device_count(),
+                    " tpu device(s) (set TORCH_TPU_NUM_DEVICES to change the CPU plugin's count)");
+  return *rt;
+}
+
+void track_pending(const runtime::BufferPtr& buffer) {
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  if (g_pending.size() > 4096) {
+    std::vector<std::weak_ptr<runtime::Buffer>> alive;
+    for (auto& w : g_pending)
+      if (!w.expired()) alive.push_back(w);
+    g_pending.swap(alive);
+  }
+  g_pending.push_back(buffer);
+}
+
+void synchronize(int device) {
+  std::vector<std::weak_ptr<runtime::Buffer>> pending;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    pending.swap(g_pending);
+  }
+  std::vector<std::weak_ptr<runtime::Buffer>> other_devices;
+  for (auto& w : pending) {
+    auto b = w.lock();
+    if (!b) continue;
+    if (device >= 0 && b->device() != device) {
+      other_devices.push_back(w);
+      continue;
+    }
+    b->BlockUntilReady();
+  }
+  if (!other_devices.empty()) {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    g_pending.insert(g_pending.end(), other_devices.begin(), other_devices.end());
+  }
+}
+
+}  // namespace tt::backend

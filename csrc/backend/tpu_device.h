@@ -1,0 +1,20 @@
+// The current tpu device (per thread, as in CUDA) and access to the runtime.
+#pragma once
+
+#include "runtime/runtime.h"
+
+namespace tt::backend {
+
+int current_device();
+void set_current_device(int device);
+// Number of devices; 0 when no plugin can be loaded (never throws).
+int device_count_or_zero();
+// The runtime, after checking that `device` exists (IndexError-like message).
+runtime::Runtime& runtime_for(int device);
+// Waits for every program and copy issued so far on `device` (-1: all).
+void synchronize(int device);
+// Records a buffer that an asynchronous program is producing, so that
+// synchronize() can wait for it.
+void track_pending(const runtime::BufferPtr& buffer);
+
+}  // namespace tt::backend

@@ -1,0 +1,117 @@
+#include "lowering/helpers.h"
+
+#include <algorithm>
+
+namespace tt::lowering {
+
+using hlo::bit_width;
+using hlo::is_float;
+using hlo::is_unsigned;
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::Pred) return b;
+  if (b == DType::Pred) return a;
+  if (is_float(a) || is_float(b)) {
+    if (!is_float(a)) return b;
+    if (!is_float(b)) return a;
+    // f16 with bf16 meets at f32; otherwise the wider float wins.
+    if (bit_width(a) == bit_width(b)) return DType::F32;
+    return bit_width(a) > bit_width(b) ? a : b;
+  }
+  bool ua = is_unsigned(a), ub = is_unsigned(b);
+  if (ua == ub) return bit_width(a) >= bit_width(b) ? a : b;
+  DType u = ua ? a : b, s = ua ? b : a;
+  // uint8 with a signed type: the signed type, widened to hold 0..255.
+  if (u == DType::U8) return bit_width(s) > 8 ? s : DType::S16;
+  return DType::S64;
+}
+
+DType to_float(DType t) { return is_float(t) ? t : DType::F32; }
+
+namespace {
+enum class Slot { Dim, Zero, Wrapped };
+
+DType combine_categories(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower.value_or(DType::F32);
+  if (is_float(*higher)) return *higher;
+  if (*higher == DType::Pred || (lower && is_float(*lower)))
+    return lower ? promote_types(*higher, *lower) : *higher;
+  return *higher;
+}
+}  // namespace
+
+DType promote(const std::vector<const Arg*>& args) {
+  std::optional<DType> dim, zero, wrapped;
+  auto update = [](std::optional<DType>& slot, DType t) {
+    slot = slot ? promote_types(*slot, t) : t;
+  };
+  for (const Arg* a : args) {
+    if (!a || a->is_none()) continue;
+    if (a->kind == Arg::Kind::Scalar || (a->is_tensor() && a->wrapped)) {
+      // Python floats take the default dtype (float32), ints int64, bools bool.
+      DType t = a->kind == Arg::Kind::Scalar ? a->scalar_kind : a->tensor.dtype();
+      if (is_float(t)) t = DType::F32;
+      update(wrapped, t);
+    } else if (a->is_tensor()) {
+      update(a->tensor.rank() == 0 ? zero : dim, a->tensor.dtype());
+    }
+  }
+  std::optional<DType> low = zero || wrapped ? std::optional<DType>(combine_categories(zero, wrapped))
+                                             : std::nullopt;
+  return combine_categories(dim, low);
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (const auto& s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[off + i];
+      if (s[i] == o || s[i] == 1) continue;
+      if (o == 1) { o = s[i]; continue; }
+      throw LoweringError("shapes cannot be broadcast together: size " + std::to_string(o) +
+                          " vs " + std::to_string(s[i]) + " at dimension " + std::to_string(off + i));
+    }
+  }
+  return out;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank) {
+  int64_t r = std::max<int64_t>(rank, 1);
+  if (dim < -r || dim >= r)
+    throw LoweringError("Dimension out of range (expected to be in range of [" + std::to_string(-r) +
+                        ", " + std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
+  return dim < 0 ? dim + r : dim;
+}
+
+std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int64_t rank) {
+  std::vector<int64_t> out;
+  for (auto d : dims) out.push_back(wrap_dim(d, rank));
+  return out;
+}
+
+Value cast_to(Builder& b, Value x, DType t, const Shape& shape) {
+  return b.broadcast_to(b.convert(x, t), shape);
+}
+
+Value full(Builder& b, double v, DType t, const Shape& shape) { return b.constant(v, t, shape); }
+
+Value full_like(Builder& b, Value like, double v) { return b.constant(v, like.dtype(), like.shape()); }
+
+Value elementwise(Builder& b, const std::vector<const Arg*>& args, const Type& out,
+                  const ElementFn& f, DType compute) {
+  Values xs;
+  for (const Arg* a : args) xs.push_back(cast_to(b, a->value(), compute, out.shape));
+  return b.convert(f(b, xs), out.dtype);
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+}  // namespace tt::lowering

@@ -1,0 +1,108 @@
+// torch_tpu lowering layer: one rule per ATen operator.
+//
+// A rule receives the StableHLO builder, the operator's arguments in schema
+// order (tensors already read into logical values, non-tensor arguments as
+// plain C++ values) and a context holding the expected result types. It emits
+// the op and returns the results in the order of the functional schema's
+// returns (a Tensor[] return is flattened). Knows ATen schemas, not storages,
+// and includes no PyTorch header.
+//
+// Rules are registered under the *functional* overload name
+// ("aten::add.Tensor"); the backend derives the in-place ("aten::add_.Tensor")
+// and out= ("aten::add.out") forms itself, so one rule serves all three, and
+// eager, fused eager and torch.compile alike.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/builder.h"
+
+namespace tt::lowering {
+
+using hlo::Builder;
+using hlo::DType;
+using hlo::Shape;
+using hlo::Type;
+using hlo::Value;
+using hlo::Values;
+
+// One argument of an ATen op as a rule sees it.
+struct Arg {
+  enum class Kind { None, Tensor, TensorList, Scalar, Int, Double, Bool, IntList, DoubleList, BoolList, String };
+  Kind kind = Kind::None;
+  // Tensor: the logical value. `wrapped` marks a Python number that PyTorch
+  // wrapped into a 0-d tensor; it promotes like a Scalar.
+  Value tensor;
+  bool wrapped = false;
+  // TensorList (a `Tensor?[]` entry that is None is an invalid Value).
+  Values tensors;
+  // Scalar: a 0-d runtime value (f64, i64 or i1) so that a changing scalar
+  // does not recompile; `scalar_kind` is its Python category. Its host value
+  // is in d / i / b too, usable only by rules flagged static_scalars.
+  DType scalar_kind = DType::F64;
+  int64_t i = 0;
+  double d = 0.0;
+  bool b = false;
+  std::vector<int64_t> ints;
+  std::vector<double> doubles;
+  std::vector<bool> bools;
+  std::string s;
+
+  bool is_none() const { return kind == Kind::None; }
+  bool is_tensor() const { return kind == Kind::Tensor; }
+  // Tensor or Scalar: the value to compute with.
+  const Value& value() const { return tensor; }
+};
+using Args = std::vector<Arg>;
+
+struct Context {
+  std::string op;                 // the functional overload, "aten::add.Tensor"
+  std::vector<Type> out_types;    // expected results (from PyTorch's meta kernels)
+  // Counter-based RNG state for rules registered with needs_rng: a 0-d ui64
+  // seed and a 0-d ui64 offset (the generator's counter before this op).
+  Value rng_seed, rng_offset;
+  const Type& out(size_t i = 0) const;  // throws when the type is unknown
+};
+
+using RuleFn = std::function<Values(Builder&, const Args&, const Context&)>;
+
+struct Rule {
+  RuleFn fn;
+  // The op draws random numbers: the context carries rng_seed/rng_offset and
+  // the generator advances by the element count of the results.
+  bool needs_rng = false;
+  // The op's result shapes depend on its Scalar values (arange): Scalars are
+  // then part of the cache key and rules may read their host values (Arg::d,
+  // Arg::i, Arg::b). Otherwise only the runtime Value may be used.
+  bool static_scalars = false;
+};
+
+// The table. Registration happens from static initializers in each rule file.
+void register_rule(const std::string& functional_name, Rule rule);
+const Rule* find_rule(const std::string& functional_name);
+std::vector<std::string> rule_names();
+
+struct Registrar {
+  Registrar(std::initializer_list<const char*> names, RuleFn fn, bool needs_rng = false,
+            bool static_scalars = false) {
+    for (const char* n : names) register_rule(n, Rule{fn, needs_rng, static_scalars});
+  }
+};
+
+// Raised by a rule for arguments it cannot lower (the backend turns it into a
+// Python exception naming the op).
+class LoweringError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tt::lowering
+
+#define TT_CONCAT_INNER(a, b) a##b
+#define TT_CONCAT(a, b) TT_CONCAT_INNER(a, b)
+// TT_RULE({"aten::neg", ...}, [](Builder& b, const Args& a, const Context& c) {...});
+#define TT_RULE(...) static ::tt::lowering::Registrar TT_CONCAT(tt_rule_, __LINE__)(__VA_ARGS__)

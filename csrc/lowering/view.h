@@ -1,0 +1,31 @@
+// Reading and writing PyTorch views inside a program.
+//
+// A storage is one immutable device buffer (any shape, N elements); a tensor
+// is a view of it: sizes, strides and offset in elements. Reading a view and
+// writing a new value through it are expressed in StableHLO so that the
+// program that uses a view reads it directly, with no copy beforehand.
+#pragma once
+
+#include "lowering/rule.h"
+
+namespace tt::lowering {
+
+struct View {
+  Shape sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  int64_t numel() const;
+  bool contiguous() const;  // row-major dense (size-1 dims' strides ignored)
+};
+
+// True when the view is the whole storage, densely, from offset 0.
+bool covers_storage(const View& v, int64_t storage_numel);
+
+// The view's elements as a value of shape v.sizes. `storage` may have any
+// shape; its dtype must equal the tensor's.
+Value read_view(Builder& b, Value storage, const View& v);
+// A new storage value: `storage` with the view's elements replaced by `value`
+// (shape v.sizes, storage's dtype). Result has storage's shape.
+Value write_view(Builder& b, Value storage, const View& v, Value value);
+
+}  // namespace tt::lowering

@@ -1,0 +1,162 @@
+// torch_tpu runtime layer: PJRT through its C API. Knows nothing of PyTorch.
+//
+// One process-wide Runtime owns the loaded plugin and its client. Buffers and
+// executables are RAII handles; every PJRT error becomes a tt::runtime::Error.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tt::runtime {
+
+// PJRT's own element-type numbering (PJRT_Buffer_Type), not xla::PrimitiveType.
+enum class ElementType : int32_t {
+  Invalid = 0, Pred = 1, S8 = 2, S16 = 3, S32 = 4, S64 = 5, U8 = 6, U16 = 7,
+  U32 = 8, U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13, C64 = 14, C128 = 15,
+};
+size_t element_size(ElementType t);
+const char* element_name(ElementType t);
+
+// A PJRT error (or a loader refusal). `code` is PJRT_Error_Code (absl status
+// numbering: 3 invalid argument, 8 resource exhausted, 12 unimplemented, ...);
+// loader problems use code 5 (not found) or 9 (failed precondition).
+class Error : public std::runtime_error {
+ public:
+  Error(int code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+  bool out_of_memory() const { return code_ == 8; }
+ private:
+  int code_;
+};
+
+// Which plugin to load, decided by the loader (see plugin_loader.cpp):
+// TORCH_TPU_PJRT_PLUGIN, then TORCH_TPU_PLATFORM, then libtpu when a TPU is
+// present, else the pinned CPU plugin.
+struct PluginInfo {
+  std::string path;           // file that was dlopen'ed
+  std::string platform;       // "cpu", "tpu", "cuda" (what was asked for / found)
+  std::string reason;         // why this plugin was chosen
+  int api_major = 0, api_minor = 0;        // the plugin's PJRT API version
+  int header_major = 0, header_minor = 0;  // the version we were declared against
+  std::string platform_name;     // PJRT_Client_PlatformName
+  std::string platform_version;  // PJRT_Client_PlatformVersion
+  std::vector<std::pair<std::string, std::string>> attributes;  // plugin attributes, as text
+};
+
+class Buffer;
+class Executable;
+class Runtime;
+
+// A host-visible completion event. Await() blocks; destroyed events are freed.
+class Event {
+ public:
+  explicit Event(void* ev) : ev_(ev) {}
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void Await();          // throws Error if the event carries an error
+  bool IsReady() const;
+ private:
+  void* ev_;
+};
+
+// An immutable PJRT device buffer. Destroying the handle frees device memory.
+class Buffer {
+ public:
+  Buffer(void* buf, ElementType t, std::vector<int64_t> dims, int device);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* raw() const { return buf_; }
+  ElementType type() const { return type_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int device() const { return device_; }
+  int64_t numel() const;
+  size_t nbytes() const { return numel() * element_size(type_); }
+
+  // Copies the whole buffer (row-major, dense) into `dst` (nbytes() bytes);
+  // blocks until the copy is done.
+  void ToHost(void* dst, size_t dst_bytes) const;
+  // Blocks until the buffer's value is computed (errors surface here).
+  void BlockUntilReady() const;
+
+ private:
+  void* buf_;
+  ElementType type_;
+  std::vector<int64_t> dims_;
+  int device_;
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+// A compiled, loaded program. Execute runs it on one device, asynchronously:
+// the outputs are returned at once and become ready later.
+class Executable {
+ public:
+  Executable(void* loaded, int num_outputs);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  int num_outputs() const { return num_outputs_; }
+  std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device) const;
+  void* raw() const { return loaded_; }
+ private:
+  void* loaded_;
+  int num_outputs_;
+  std::vector<ElementType> out_types_;
+  std::vector<std::vector<int64_t>> out_dims_;
+  friend class Runtime;
+};
+using ExecutablePtr = std::shared_ptr<Executable>;
+
+class Runtime {
+ public:
+  // The process-wide runtime; the first call loads the plugin and creates the
+  // client (throws Error with an actionable message on failure; a later call
+  // retries).
+  static Runtime& Get();
+  // True once Get() has succeeded (never loads anything).
+  static bool IsInitialized();
+
+  const PluginInfo& info() const { return info_; }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  std::string device_kind(int device) const;
+  std::string device_description(int device) const;
+
+  // Copies `data` (dense, row-major) into a new buffer on `device`. The host
+  // memory may be reused as soon as this returns.
+  BufferPtr FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device);
+  // Copies a buffer to another device.
+  BufferPtr CopyToDevice(const Buffer& src, int device);
+  // Compiles StableHLO text (MLIR) for any device (portable executable).
+  ExecutablePtr Compile(const std::string& mlir_text);
+
+  // The project's own memory accounting: bytes of live Buffers per device
+  // (every Buffer counts from construction to destruction), and the peak.
+  int64_t live_bytes(int device) const;
+  int64_t peak_bytes(int device) const;
+  int64_t live_buffers(int device) const;
+  void reset_peak(int device);
+  // Usable device memory: PJRT_Device_MemoryStats' limit where the plugin
+  // reports one, else TORCH_TPU_MEMORY_LIMIT (bytes) or the host's physical
+  // memory for the CPU plugin. Allocations past it raise an out-of-memory Error.
+  int64_t memory_capacity(int device) const;
+
+  ~Runtime();
+ private:
+  Runtime() = default;
+  PluginInfo info_;
+  const void* api_ = nullptr;   // const PJRT_Api*
+  void* client_ = nullptr;      // PJRT_Client*
+  std::vector<void*> devices_;  // addressable PJRT_Device*
+  friend class Buffer;
+  friend class Executable;
+  friend class Event;
+};
+
+}  // namespace tt::runtime

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up .venv with torch, the PJRT CPU plugin and test tools, then builds and
+# installs torch_tpu into it (no build isolation: it builds against the
+# installed torch). Safe to re-run; rebuilds are incremental (build/cmake, ccache).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${TORCH_TPU_VENV:-.venv}
+PY=${PYTHON:-python3}
+
+if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get install -y -q ccache >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1)) || true
+fi
+if ! command -v cmake >/dev/null 2>&1; then
+  PIP_EXTRA_CMAKE=cmake
+fi
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip"
+# Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
+$PIP install -q --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-2.13.0}" 2>&1 | grep -v "^WARNING: Location" || true
+$PIP install -q --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
+start=$(date +%s)
+$PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -c "import torch_tpu" || { echo "torch_tpu failed to import after the build" >&2; exit 1; }
+echo "torch_tpu built and installed in $(( $(date +%s) - start ))s"

@@ -1,0 +1,186 @@
+// StableHLO builder tests: each builds a small module, compiles it through the
+// PJRT plugin and checks the numbers. Prints "N passed, N failed".
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hlo/builder.h"
+#include "runtime/runtime.h"
+
+using namespace tt;
+using hlo::Builder;
+using hlo::DType;
+using hlo::Type;
+using hlo::Value;
+using hlo::Values;
+
+static int g_passed = 0, g_failed = 0;
+
+#define CHECK(cond)                                                      \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      std::printf("  CHECK failed at line %d: %s\n", __LINE__, #cond);   \
+      throw std::runtime_error("check failed");                         \
+    }                                                                    \
+  } while (0)
+
+static void run_test(const char* name, const std::function<void()>& f) {
+  try {
+    f();
+    ++g_passed;
+    std::printf("PASS %s\n", name);
+  } catch (const std::exception& e) {
+    ++g_failed;
+    std::printf("FAIL %s: %s\n", name, e.what());
+  }
+}
+
+// Compiles `b`, runs it on float inputs, returns the first output as floats.
+static std::vector<float> run_f32(Builder& b, const std::vector<std::vector<float>>& inputs,
+                                  const std::vector<std::vector<int64_t>>& dims) {
+  auto& rt = runtime::Runtime::Get();
+  auto exe = rt.Compile(b.module_text());
+  std::vector<runtime::BufferPtr> bufs;
+  std::vector<runtime::Buffer*> raw;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bufs.push_back(rt.FromHost(inputs[i].data(), runtime::ElementType::F32, dims[i], 0));
+    raw.push_back(bufs.back().get());
+  }
+  auto outs = exe->Execute(raw, 0);
+  std::vector<float> r(outs.at(0)->numel());
+  outs[0]->ToHost(r.data(), r.size() * sizeof(float));
+  return r;
+}
+
+static bool near(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::fabs(a[i] - b[i]) > 1e-5f * (1 + std::fabs(b[i]))) return false;
+  return true;
+}
+
+int main() {
+  run_test("elementwise and constants", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {3}});
+    Value y = b.add(b.mul(x, b.constant(2.0, DType::F32, {3})), b.constant(0.5, DType::F32, {3}));
+    b.set_results({y});
+    CHECK(near(run_f32(b, {{1, 2, 3}}, {{3}}), {2.5f, 4.5f, 6.5f}));
+  });
+  run_test("broadcast, transpose and reshape", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {2, 3}});
+    Value row = b.param(Type{DType::F32, {3}});
+    Value s = b.add(x, b.broadcast_to(row, {2, 3}));
+    Value t = b.reshape(b.transpose(s, {1, 0}), {6});
+    b.set_results({t});
+    CHECK(near(run_f32(b, {{1, 2, 3, 4, 5, 6}, {10, 20, 30}}, {{2, 3}, {3}}),
+               {11, 14, 22, 25, 33, 36}));
+  });
+  run_test("reduce sum and max", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {2, 3}});
+    Value s = b.reduce(x, b.constant(0, DType::F32), {1}, "stablehlo.add");
+    Value m = b.reduce(x, b.constant(-INFINITY, DType::F32), {0}, "stablehlo.maximum");
+    b.set_results({b.concatenate({s, m}, 0)});
+    CHECK(near(run_f32(b, {{1, 5, 3, 4, 2, 6}}, {{2, 3}}), {9, 12, 4, 5, 6}));
+  });
+  run_test("compare and select", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {4}});
+    Value zero = b.constant(0, DType::F32, {4});
+    b.set_results({b.select(b.compare(x, zero, hlo::Cmp::GT), x, zero)});
+    CHECK(near(run_f32(b, {{-1, 2, -3, 4}}, {{4}}), {0, 2, 0, 4}));
+  });
+  run_test("dot_general (matmul)", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {2, 2}});
+    Value y = b.param(Type{DType::F32, {2, 2}});
+    b.set_results({b.dot_general(x, y, {}, {}, {1}, {0}, DType::F32)});
+    CHECK(near(run_f32(b, {{1, 2, 3, 4}, {5, 6, 7, 8}}, {{2, 2}, {2, 2}}), {19, 22, 43, 50}));
+  });
+  run_test("slice, pad, iota, convert", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {5}});
+    Value s = b.slice(x, {1}, {5}, {2});  // elements 1, 3
+    Value p = b.pad(s, b.constant(9, DType::F32), {1}, {0}, {1});  // 9, x1, 9, x3
+    Value i = b.convert(b.iota(Type{DType::S32, {4}}, 0), DType::F32);
+    b.set_results({b.add(p, i)});
+    CHECK(near(run_f32(b, {{0, 1, 2, 3, 4}}, {{5}}), {9, 2, 11, 6}));
+  });
+  run_test("gather and scatter", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {4}});
+    Value idx = b.convert(b.constant_int(0, DType::S64, {2}), DType::S64);
+    // indices [3, 1]
+    Value three = b.constant_int(3, DType::S64, {1}), one = b.constant_int(1, DType::S64, {1});
+    idx = b.concatenate({three, one}, 0);
+    hlo::Builder::GatherDims g;
+    g.collapsed_slice_dims = {0};
+    g.start_index_map = {0};
+    g.index_vector_dim = 1;
+    Value got = b.gather(x, idx, g, {1}, {2});  // x[3], x[1]
+    hlo::Builder::ScatterDims s;
+    s.inserted_window_dims = {0};
+    s.scatter_dims_to_operand_dims = {0};
+    s.index_vector_dim = 1;
+    Value upd = b.scatter(x, idx, got, s, [](Builder& bb, const Values& a) { return Values{bb.add(a[0], a[1])}; });
+    b.set_results({upd});
+    CHECK(near(run_f32(b, {{1, 2, 3, 4}}, {{4}}), {1, 4, 3, 8}));
+  });
+  run_test("sort with a comparator", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {4}});
+    Values r = b.sort({x}, 0, true, [](Builder& bb, const Values& a) {
+      return Values{bb.compare(a[0], a[1], hlo::Cmp::LT, true)};
+    });
+    b.set_results({r[0]});
+    CHECK(near(run_f32(b, {{3, 1, 4, 2}}, {{4}}), {1, 2, 3, 4}));
+  });
+  run_test("reduce_window (max pool)", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {1, 4}});
+    Values r = b.reduce_window({x}, {b.constant(-INFINITY, DType::F32)}, {1, 2}, {1, 2}, {1, 1}, {1, 1},
+                               {{0, 0}, {0, 0}}, [](Builder& bb, const Values& a) {
+                                 return Values{bb.max(a[0], a[1])};
+                               });
+    b.set_results({r[0]});
+    CHECK(near(run_f32(b, {{1, 5, 3, 2}}, {{1, 4}}), {5, 3}));
+  });
+  run_test("convolution (1d)", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {1, 1, 4}});
+    Value w = b.param(Type{DType::F32, {1, 1, 2}});
+    hlo::Builder::ConvDims dn{0, 1, {2}, 0, 1, {2}, 0, 1, {2}};
+    b.set_results({b.convolution(x, w, {1, 1, 3}, dn, {1}, {{0, 0}}, {1}, {1}, 1, 1, DType::F32)});
+    CHECK(near(run_f32(b, {{1, 2, 3, 4}, {1, -1}}, {{1, 1, 4}, {1, 1, 2}}), {-1, -1, -1}));
+  });
+  run_test("chlo.erf is accepted", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {2}});
+    b.set_results({b.unary("chlo.erf", x)});
+    auto r = run_f32(b, {{0, 1}}, {{2}});
+    CHECK(std::fabs(r[0]) < 1e-6 && std::fabs(r[1] - 0.8427008f) < 1e-5);
+  });
+  run_test("empty and 0-d types print", [] {
+    CHECK(Type{DType::F32, {}}.str() == "tensor<f32>");
+    CHECK(Type{DType::BF16, {0, 3}}.str() == "tensor<0x3xbf16>");
+    CHECK(Type{DType::U8, {2}}.str() == "tensor<2xui8>");
+  });
+  run_test("mismatched operands raise BuildError", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {2}});
+    Value y = b.param(Type{DType::F32, {3}});
+    bool threw = false;
+    try {
+      b.add(x, y);
+    } catch (const hlo::BuildError&) {
+      threw = true;
+    }
+    CHECK(threw);
+  });
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,158 @@
+"""Table-driven op tests: each row runs on the CPU and on tpu and compares.
+
+A row is an OpCase. For every dtype and every input-shape set of a row, the
+harness checks: contiguous inputs, non-contiguous inputs (the same values
+through a transposed or strided view), the in-place variant when given, and
+the out= variant when given. Gradients are compared when `grad` is set.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import pytest
+import torch
+
+FLOAT = (torch.float32,)
+FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+INTS = (torch.int32, torch.int64)
+ALL = FLOATS + INTS + (torch.bool,)
+NUMERIC = FLOATS + INTS + (torch.uint8, torch.int8, torch.int16, torch.float64)
+
+# Tolerances follow PyTorch's own defaults per dtype (torch.testing).
+TOL = {
+    torch.float32: (1.3e-6 * 4, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.bfloat16: (1.6e-2, 1e-5 * 100),
+    torch.float16: (1e-3, 1e-5 * 10),
+}
+
+
+@dataclass
+class OpCase:
+    name: str
+    fn: Callable                       # fn(*tensors) -> Tensor or tuple
+    shapes: Sequence[Sequence[tuple]]  # list of input-shape lists
+    dtypes: Sequence[torch.dtype] = FLOAT
+    inplace: Optional[Callable] = None  # fn_(*tensors): mutates the first
+    out: Optional[Callable] = None      # fn(*tensors, out=t)
+    grad: bool = False
+    low: float = -3.0
+    high: float = 3.0
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    make: Optional[Callable] = None     # make(shape, dtype, index) -> CPU tensor
+    noncontiguous: bool = True
+
+    def __str__(self):
+        return self.name
+
+
+def make_tensor(shape, dtype, low, high, seed):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * (high - low) + low).to(dtype)
+    lo, hi = int(low), max(int(high), int(low) + 1)
+    if dtype == torch.uint8:
+        lo = max(lo, 0)
+        hi = max(hi, 1)
+    return torch.randint(lo, hi, shape, generator=g).to(dtype)
+
+
+def noncontiguous_copy(t):
+    """The same values as `t`, through a non-contiguous view."""
+    if t.dim() == 0 or t.numel() == 0:
+        return t
+    if t.dim() >= 2:
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return torch.stack([t, t], dim=-1)[..., 0]
+
+
+def assert_close(actual, expected, dtype, rtol=None, atol=None):
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e, dtype, rtol, atol)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert actual == expected
+        return
+    assert actual.device.type == "tpu", f"result is on {actual.device}, expected tpu"
+    actual = actual.cpu()
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    r, a = TOL.get(expected.dtype, (0, 0))
+    torch.testing.assert_close(actual, expected, rtol=rtol if rtol is not None else r,
+                               atol=atol if atol is not None else a, equal_nan=True)
+
+
+def _inputs(case, shapes, dtype):
+    if case.make:
+        return [case.make(s, dtype, i) for i, s in enumerate(shapes)]
+    return [make_tensor(s, dtype, case.low, case.high, seed=i + 7 * len(s)) for i, s in enumerate(shapes)]
+
+
+def _to_tpu(xs, noncontig=False):
+    out = []
+    for x in xs:
+        if isinstance(x, torch.Tensor):
+            y = x.to("tpu")
+            out.append(noncontiguous_copy(y) if noncontig else y)
+        else:
+            out.append(x)
+    return out
+
+
+def run_case(case, shapes, dtype):
+    xs = _inputs(case, shapes, dtype)
+    expected = case.fn(*xs)
+    assert_close(case.fn(*_to_tpu(xs)), expected, dtype, case.rtol, case.atol)
+    if case.noncontiguous:
+        assert_close(case.fn(*_to_tpu(xs, noncontig=True)), expected, dtype, case.rtol, case.atol)
+    if case.inplace:
+        cpu = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+        try:
+            case.inplace(*cpu)
+        except RuntimeError:
+            cpu = None  # in-place not valid for these dtypes/shapes on the CPU either
+        if cpu is not None:
+            dev = _to_tpu(xs)
+            ret = case.inplace(*dev)
+            assert ret is dev[0], "in-place op must return its first argument"
+            assert_close(dev[0], cpu[0], dtype, case.rtol, case.atol)
+    if case.out:
+        exp = expected if isinstance(expected, torch.Tensor) else None
+        if exp is not None:
+            out = torch.empty(0, dtype=exp.dtype, device="tpu")
+            case.out(*_to_tpu(xs), out=out)
+            assert_close(out, exp, dtype, case.rtol, case.atol)
+    if case.grad and dtype.is_floating_point:
+        check_grad(case, xs, dtype)
+
+
+def check_grad(case, xs, dtype):
+    cpu = [x.detach().clone().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
+           for x in xs]
+    dev = [x.detach().to("tpu").requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
+           for x in xs]
+    out_c, out_d = case.fn(*cpu), case.fn(*dev)
+    if isinstance(out_c, (tuple, list)):
+        out_c, out_d = out_c[0], out_d[0]
+    g = make_tensor(out_c.shape, out_c.dtype, -1, 1, seed=99)
+    out_c.backward(g)
+    out_d.backward(g.to("tpu"))
+    for c, d in zip(cpu, dev):
+        if isinstance(c, torch.Tensor) and c.requires_grad:
+            assert d.grad is not None, "no gradient reached the tpu input"
+            assert_close(d.grad, c.grad, dtype, case.rtol, case.atol)
+
+
+def parametrize(cases):
+    """pytest parameters (case, shapes, dtype) for a table of OpCases."""
+    params = []
+    for case in cases:
+        for dtype in case.dtypes:
+            for shapes in case.shapes:
+                sid = "x".join("-".join(map(str, s)) or "scalar" for s in shapes) or "noargs"
+                params.append(pytest.param(case, shapes, dtype, id=f"{case.name}-{str(dtype)[6:]}-{sid}"))
+    return pytest.mark.parametrize("case,shapes,dtype", params)

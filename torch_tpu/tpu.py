@@ -1,0 +1,239 @@
+"""torch.tpu: the tpu counterpart of torch.cuda."""
+import contextlib
+
+import torch
+
+from . import _C
+
+_init_error = None
+
+
+def _lazy_init():
+    global _init_error
+    try:
+        return _C._device_count()
+    except RuntimeError as e:  # no plugin, or ABI refused
+        _init_error = e
+        raise
+
+
+def is_available():
+    """True when a PJRT plugin loaded and has at least one device."""
+    try:
+        return _lazy_init() > 0
+    except RuntimeError:
+        return False
+
+
+def is_initialized():
+    return _C._is_initialized()
+
+
+def init():
+    _lazy_init()
+
+
+def device_count():
+    try:
+        return _lazy_init()
+    except RuntimeError:
+        return 0
+
+
+def _index(device):
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != "tpu":
+            raise ValueError(f"expected a tpu device, got {device}")
+        return device.index if device.index is not None else current_device()
+    raise TypeError(f"expected a device index, string or torch.device, got {type(device).__name__}")
+
+
+def current_device():
+    return _C._current_device()
+
+
+def set_device(device):
+    idx = _index(device)
+    n = device_count()
+    if not 0 <= idx < n:
+        raise ValueError(f"tpu:{idx} does not exist: this process has {n} tpu device(s)")
+    _C._set_device(idx)
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, device):
+        self.idx = _index(device) if device is not None else -1
+        self.prev = -1
+
+    def __enter__(self):
+        self.prev = current_device()
+        if self.idx >= 0:
+            set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx >= 0:
+            _C._set_device(self.prev)
+        return False
+
+
+class device_of(device):
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.device.type == "tpu" else None)
+
+
+def synchronize(device=None):
+    """Waits until every program issued on the device has finished."""
+    _C._synchronize(_index(device))
+
+
+# ---- random numbers -------------------------------------------------------------
+
+def default_generators():
+    return tuple(_C._default_generator(i) for i in range(device_count()))
+
+
+def _gen(device=None):
+    return _C._default_generator(_index(device))
+
+
+def manual_seed(seed):
+    _gen().manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    for i in range(device_count()):
+        _C._default_generator(i).manual_seed(int(seed))
+
+
+def seed():
+    return _gen().seed()
+
+
+def seed_all():
+    s = seed()
+    manual_seed_all(s)
+
+
+def initial_seed():
+    return _gen().initial_seed()
+
+
+def get_rng_state(device="tpu"):
+    return _gen(device).get_state()
+
+
+def set_rng_state(new_state, device="tpu"):
+    _gen(device).set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states):
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+# ---- memory (the project's own accounting of live PJRT buffer bytes) ----------------
+
+def memory_allocated(device=None):
+    return _C._memory_allocated(_index(device))
+
+
+def max_memory_allocated(device=None):
+    return _C._max_memory_allocated(_index(device))
+
+
+def reset_peak_memory_stats(device=None):
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def reset_max_memory_allocated(device=None):
+    reset_peak_memory_stats(device)
+
+
+def memory_reserved(device=None):
+    # PJRT owns the allocator; bytes reserved equal bytes in live buffers.
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device=None):
+    return max_memory_allocated(device)
+
+
+def memory_stats(device=None):
+    idx = _index(device)
+    cur, peak = _C._memory_allocated(idx), _C._max_memory_allocated(idx)
+    return {
+        "allocated_bytes.all.current": cur,
+        "allocated_bytes.all.peak": peak,
+        "reserved_bytes.all.current": cur,
+        "reserved_bytes.all.peak": peak,
+        "active.all.current": _C._live_buffers(idx),
+        "capacity_bytes": _C._memory_capacity(idx),
+    }
+
+
+def mem_get_info(device=None):
+    idx = _index(device)
+    cap = _C._memory_capacity(idx)
+    return cap - _C._memory_allocated(idx), cap
+
+
+def empty_cache():
+    """Frees nothing extra: PJRT buffers are released as soon as tensors die."""
+
+
+# ---- device description -------------------------------------------------------------
+
+def get_device_name(device=None):
+    idx = _index(device)
+    info = _C._runtime_info()
+    return f"{_C._device_kind(idx)} ({info['platform_name']} PJRT plugin, API {info['pjrt_api_version']})"
+
+
+class _DeviceProperties:
+    def __init__(self, idx):
+        info = _C._runtime_info()
+        self.name = _C._device_kind(idx)
+        self.index = idx
+        self.platform = info["platform_name"]
+        self.platform_version = info["platform_version"]
+        self.plugin_path = info["plugin_path"]
+        self.pjrt_api_version = info["pjrt_api_version"]
+        self.total_memory = _C._memory_capacity(idx)
+        self.description = _C._device_description(idx)
+
+    def __repr__(self):
+        return (f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB, plugin='{self.plugin_path}')")
+
+
+def get_device_properties(device=None):
+    return _DeviceProperties(_index(device))
+
+
+def get_device_capability(device=None):
+    return (0, 0)
+
+
+def is_bf16_supported(including_emulation=True):
+    return True
+
+
+def current_stream(device=None):
+    return torch.Stream(device=torch.device("tpu", _index(device)))
+
+
+def _is_in_bad_fork():
+    return False
