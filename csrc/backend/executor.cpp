@@ -301,11 +301,9 @@ runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device) {
 
 at::Tensor to_meta(const at::Tensor& t) {
   if (!t.defined()) return t;
-  if (t.device().is_cpu()) {
-    at::Tensor m = at::empty({}, t.options().device(at::kMeta));
-    if (t.unsafeGetTensorImpl()->is_wrapped_number()) m.unsafeGetTensorImpl()->set_wrapped_number(true);
-    return m;
-  }
+  // CPU 0-d values stay on the CPU: meta kernels accept CPU scalars, and
+  // Python meta kernels read wrapped numbers' values.
+  if (t.device().is_cpu()) return t;
   int64_t storage_numel = static_cast<int64_t>(storage_of(t)->nbytes / t.element_size());
   at::Tensor base = at::empty({storage_numel}, t.options().device(at::kMeta));
   return base.as_strided(t.sizes(), t.strides(), t.storage_offset());
@@ -318,7 +316,7 @@ c10::IValue to_meta(const c10::IValue& v) {
     for (const auto& t : v.toTensorList()) ts.push_back(to_meta(t));
     return ts;
   }
-  if (v.isList()) {
+  if (v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isBoolList()) {
     c10::List<std::optional<at::Tensor>> l;
     for (const auto& e : v.toListRef())
       l.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(to_meta(e.toTensor())));

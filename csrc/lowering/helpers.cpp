@@ -115,3 +115,67 @@ int64_t numel(const Shape& s) {
 }
 
 }  // namespace tt::lowering
+
+// ---- reductions and matmul (appended by the reductions family) ----------------
+#include <limits>
+
+namespace tt::lowering {
+
+std::string matmul_precision() { return "DEFAULT"; }
+
+DType acc_dtype(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+
+std::vector<int64_t> reduction_dims(const Arg& dim, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (dim.kind == Arg::Kind::Int) {
+    dims.push_back(wrap_dim(dim.i, rank));
+  } else if (dim.kind == Arg::Kind::IntList && !dim.ints.empty()) {
+    dims = wrap_dims(dim.ints, rank);
+  } else {
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+  }
+  if (rank == 0) return {};
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+Value reduce_sum(Builder& b, Value x, const std::vector<int64_t>& dims) {
+  if (x.dtype() == DType::Pred) return b.reduce(x, b.constant_int(0, DType::Pred), dims, "stablehlo.or");
+  return b.reduce(x, b.constant(0, x.dtype()), dims, "stablehlo.add");
+}
+
+Value extreme_identity(Builder& b, DType t, bool for_max) {
+  if (hlo::is_float(t)) {
+    double inf = std::numeric_limits<double>::infinity();
+    return b.constant(for_max ? -inf : inf, t);
+  }
+  if (t == DType::Pred) return b.constant_int(for_max ? 0 : 1, t);
+  int w = hlo::bit_width(t);
+  if (hlo::is_unsigned(t)) {
+    if (for_max) return b.constant_int(0, t);
+    uint64_t m = w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
+    return b.constant_int(static_cast<int64_t>(m), t);
+  }
+  int64_t hi = w == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (w - 1)) - 1;
+  return b.constant_int(for_max ? -hi - 1 : hi, t);
+}
+
+Value reduce_max(Builder& b, Value x, const std::vector<int64_t>& dims) {
+  return b.reduce(x, extreme_identity(b, x.dtype(), true), dims,
+                  x.dtype() == DType::Pred ? "stablehlo.or" : "stablehlo.maximum");
+}
+
+Value reduce_min(Builder& b, Value x, const std::vector<int64_t>& dims) {
+  return b.reduce(x, extreme_identity(b, x.dtype(), false), dims,
+                  x.dtype() == DType::Pred ? "stablehlo.and" : "stablehlo.minimum");
+}
+
+Value expand_reduced(Builder& b, Value reduced, const Shape& full, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < static_cast<int64_t>(full.size()); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) keep.push_back(i);
+  return b.broadcast_in_dim(reduced, full, keep);
+}
+
+}  // namespace tt::lowering

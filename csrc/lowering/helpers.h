@@ -41,3 +41,31 @@ Value elementwise(Builder& b, const std::vector<const Arg*>& args, const Type& o
 int64_t numel(const Shape& s);
 
 }  // namespace tt::lowering
+
+// ---- reductions and matmul (appended by the reductions family) ----------------
+namespace tt::lowering {
+
+// The dot_general precision for float matmuls and convolutions. One place, so
+// that it can later follow torch.get_float32_matmul_precision().
+std::string matmul_precision();
+
+// The dtype a reduction or matmul accumulates in: f16/bf16 -> f32 (PyTorch's
+// CPU opmath type), others unchanged.
+DType acc_dtype(DType t);
+
+// The dims a reduction runs over: a None or empty `int[]?` argument means all
+// dims; otherwise the wrapped dims. A 0-d input reduces over nothing.
+std::vector<int64_t> reduction_dims(const Arg& dim, int64_t rank);
+
+// Sum / max / min of `x` over `dims` (dims removed from the shape); `x`'s
+// dtype is kept, so convert to the accumulation dtype first.
+Value reduce_sum(Builder& b, Value x, const std::vector<int64_t>& dims);
+Value reduce_max(Builder& b, Value x, const std::vector<int64_t>& dims);
+Value reduce_min(Builder& b, Value x, const std::vector<int64_t>& dims);
+// The identity of max (the dtype's lowest value, -inf for floats) or of min
+// (its highest value), as a 0-d constant.
+Value extreme_identity(Builder& b, DType t, bool for_max);
+// `x` reduced over `dims` and broadcast back to its shape (keepdim + expand).
+Value expand_reduced(Builder& b, Value reduced, const Shape& full, const std::vector<int64_t>& dims);
+
+}  // namespace tt::lowering

@@ -144,12 +144,21 @@ class Runtime {
   void reset_peak(int device);
   // Usable device memory: PJRT_Device_MemoryStats' limit where the plugin
   // reports one, else TORCH_TPU_MEMORY_LIMIT (bytes) or the host's physical
-  // memory for the CPU plugin. Allocations past it raise an out-of-memory Error.
+  // memory for the CPU plugin (no limit for other plugins). When both a
+  // plugin limit and TORCH_TPU_MEMORY_LIMIT exist, the smaller wins. Read once
+  // at init. Allocations past it raise an out-of-memory Error (code 8).
   int64_t memory_capacity(int device) const;
 
   ~Runtime();
  private:
   Runtime() = default;
+  void Init();                          // loads the plugin, creates the client
+  void CheckDevice(int device) const;   // throws Error(3) when out of range
+  // Throws the out-of-memory Error when `bytes` more would pass the capacity.
+  void CheckCapacity(int device, int64_t bytes) const;
+  void Account(int device, int64_t bytes, int64_t buffers);  // Buffer ctor/dtor
+  struct State;                         // accounting, device strings (runtime.cpp)
+  State* state_ = nullptr;
   PluginInfo info_;
   const void* api_ = nullptr;   // const PJRT_Api*
   void* client_ = nullptr;      // PJRT_Client*
@@ -158,5 +167,10 @@ class Runtime {
   friend class Executable;
   friend class Event;
 };
+
+// Test hook: loads, version-checks and initialises the plugin file at `path`
+// (no client is created) and returns what is known of it; throws Error with
+// the same messages the runtime would give.
+PluginInfo LoadPluginForTest(const std::string& path);
 
 }  // namespace tt::runtime

@@ -1,0 +1,105 @@
+// Matrix products: mm, bmm, addmm, baddbmm, addbmm, dot, vdot, mv, addmv,
+// addr (torch.matmul and F.linear decompose into these). f16/bf16 multiply
+// in f32 and round once at the end, like PyTorch's CPU kernels; the float
+// precision comes from matmul_precision().
+#include <stdexcept>
+
+#include "lowering/helpers.h"
+
+namespace tt::lowering {
+namespace {
+
+using hlo::Cmp;
+
+// The dtype a product in `out` dtype computes in.
+DType compute_dtype(DType out) {
+  if (out == DType::Pred)
+    throw std::runtime_error("\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  return acc_dtype(out);
+}
+
+Value product(Builder& b, Value lhs, Value rhs, const std::vector<int64_t>& lb, const std::vector<int64_t>& rb,
+              const std::vector<int64_t>& lc, const std::vector<int64_t>& rc, DType acc) {
+  lhs = b.convert(lhs, acc);
+  rhs = b.convert(rhs, acc);
+  std::string precision = hlo::is_float(acc) ? matmul_precision() : "DEFAULT";
+  return b.dot_general(lhs, rhs, lb, rb, lc, rc, acc, precision);
+}
+
+// beta * self + alpha * prod, in `prod`'s dtype; self is ignored when beta is
+// 0 (no nan/inf propagation), as PyTorch documents.
+Value add_scaled(Builder& b, const Arg& self, Value prod, const Arg& beta, const Arg& alpha) {
+  DType t = prod.dtype();
+  const Shape& s = prod.shape();
+  if (!alpha.is_none()) prod = b.mul(prod, cast_to(b, alpha.value(), t, s));
+  Value in = cast_to(b, self.value(), t, s);
+  if (beta.is_none()) return b.add(in, prod);
+  Value bv = b.convert(beta.value(), t);
+  Value scaled = b.mul(in, b.broadcast_to(bv, s));
+  Value beta_zero = b.broadcast_to(b.compare(bv, b.constant(0, t), Cmp::EQ), s);
+  return b.add(b.select(beta_zero, full_like(b, prod, 0), scaled), prod);
+}
+
+const Arg& opt(const Args& a, size_t i) {
+  static const Arg none;
+  return i < a.size() ? a[i] : none;
+}
+
+TT_RULE({"aten::mm"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, acc)};
+});
+
+TT_RULE({"aten::bmm"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, acc)};
+});
+
+TT_RULE({"aten::dot", "aten::vdot"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {0}, {0}, acc)};
+});
+
+TT_RULE({"aten::mv"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, acc)};
+});
+
+// addmm(self, mat1, mat2, *, beta, alpha) and friends.
+TT_RULE({"aten::addmm"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, acc);
+  return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
+});
+
+TT_RULE({"aten::baddbmm"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  Value p = product(b, a[1].value(), a[2].value(), {0}, {0}, {2}, {1}, acc);
+  return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
+});
+
+TT_RULE({"aten::addbmm"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  // Sum over the batch too: contract the batch and inner dims together.
+  Value p = product(b, a[1].value(), a[2].value(), {}, {}, {0, 2}, {0, 1}, acc);
+  return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
+});
+
+TT_RULE({"aten::addmv"}, [](Builder& b, const Args& a, const Context& c) {
+  DType acc = compute_dtype(c.out().dtype);
+  Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, acc);
+  return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
+});
+
+TT_RULE({"aten::addr"}, [](Builder& b, const Args& a, const Context& c) {
+  DType t = c.out().dtype;
+  if (t == DType::Pred) throw LoweringError("addr on bool tensors");
+  DType acc = acc_dtype(t);
+  Value v1 = b.convert(a[1].value(), acc), v2 = b.convert(a[2].value(), acc);
+  Shape s{v1.shape()[0], v2.shape()[0]};
+  Value p = b.mul(b.broadcast_in_dim(v1, s, {0}), b.broadcast_in_dim(v2, s, {1}));
+  return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
+});
+
+}  // namespace
+}  // namespace tt::lowering

@@ -1,0 +1,372 @@
+// Elementwise math: neg, abs, sign/sgn, exp/log families, sqrt, rsqrt,
+// reciprocal, trigonometric and hyperbolic functions, erf/erfinv, rounding
+// (floor, ceil, round, round.decimals, trunc, frac), nan_to_num, and the
+// binary math ops pow, remainder, fmod, atan2, minimum/maximum, fmax/fmin,
+// clamp (all overloads), lerp, addcmul/addcdiv, xlogy, logaddexp.
+// f16/bf16 compute in f32 and convert back, as PyTorch's CPU kernels do.
+#include <cmath>
+#include <limits>
+
+#include "lowering/helpers.h"
+
+namespace tt::lowering {
+namespace {
+
+using hlo::Cmp;
+using hlo::is_float;
+using UnaryFn = std::function<Value(Builder&, Value)>;
+
+DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+
+Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
+
+// A floating-point function of one tensor: integer and bool inputs compute in
+// the result's float type (PyTorch's int -> float32 promotion).
+Values float_unary(Builder& b, const Args& a, const Context& c, const UnaryFn& f) {
+  const Type& out = c.out();
+  if (!is_float(out.dtype)) throw LoweringError(c.op + ": unsupported result type " + hlo::mlir_name(out.dtype));
+  DType ct = upcast(out.dtype);
+  Value x = cast_to(b, a[0].value(), ct, out.shape);
+  return {b.convert(f(b, x), out.dtype)};
+}
+
+struct FloatUnary {
+  const char* name;
+  UnaryFn fn;
+};
+
+Value hlo_op(Builder& b, const char* op, Value x) { return b.unary(op, x); }
+
+const std::vector<FloatUnary>& float_unaries() {
+  static const std::vector<FloatUnary> table = {
+      {"aten::exp", [](Builder& b, Value x) { return b.exp(x); }},
+      {"aten::exp2", [](Builder& b, Value x) { return b.binary("stablehlo.power", cst(b, x, 2.0), x); }},
+      {"aten::expm1", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.exponential_minus_one", x); }},
+      {"aten::log", [](Builder& b, Value x) { return b.log(x); }},
+      {"aten::log2", [](Builder& b, Value x) { return b.mul(b.log(x), cst(b, x, 1.0 / std::log(2.0))); }},
+      {"aten::log10", [](Builder& b, Value x) { return b.mul(b.log(x), cst(b, x, 1.0 / std::log(10.0))); }},
+      {"aten::log1p", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.log_plus_one", x); }},
+      {"aten::sqrt", [](Builder& b, Value x) { return b.sqrt(x); }},
+      {"aten::rsqrt", [](Builder& b, Value x) { return b.rsqrt(x); }},
+      {"aten::reciprocal", [](Builder& b, Value x) { return b.div(cst(b, x, 1.0), x); }},
+      {"aten::sin", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.sine", x); }},
+      {"aten::cos", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.cosine", x); }},
+      {"aten::tan", [](Builder& b, Value x) { return hlo_op(b, "chlo.tan", x); }},
+      {"aten::tanh", [](Builder& b, Value x) { return b.tanh(x); }},
+      {"aten::sigmoid", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.logistic", x); }},
+      {"aten::erf", [](Builder& b, Value x) { return hlo_op(b, "chlo.erf", x); }},
+      {"aten::erfinv", [](Builder& b, Value x) { return hlo_op(b, "chlo.erf_inv", x); }},
+      {"aten::sinh", [](Builder& b, Value x) { return hlo_op(b, "chlo.sinh", x); }},
+      {"aten::cosh", [](Builder& b, Value x) { return hlo_op(b, "chlo.cosh", x); }},
+      {"aten::asin", [](Builder& b, Value x) { return hlo_op(b, "chlo.asin", x); }},
+      {"aten::acos", [](Builder& b, Value x) { return hlo_op(b, "chlo.acos", x); }},
+      {"aten::atan", [](Builder& b, Value x) { return hlo_op(b, "chlo.atan", x); }},
+      {"aten::asinh", [](Builder& b, Value x) { return hlo_op(b, "chlo.asinh", x); }},
+      {"aten::acosh", [](Builder& b, Value x) { return hlo_op(b, "chlo.acosh", x); }},
+      {"aten::atanh", [](Builder& b, Value x) { return hlo_op(b, "chlo.atanh", x); }},
+  };
+  return table;
+}
+
+struct RegisterFloatUnaries {
+  RegisterFloatUnaries() {
+    for (const auto& u : float_unaries()) {
+      UnaryFn f = u.fn;
+      register_rule(u.name, Rule{[f](Builder& b, const Args& a, const Context& c) {
+        return float_unary(b, a, c, f);
+      }});
+    }
+  }
+} register_float_unaries;
+
+// logit(x, eps): log(z / (1 - z)) with z = clamp(x, eps, 1 - eps) when eps is given.
+TT_RULE({"aten::logit"}, [](Builder& b, const Args& a, const Context& c) {
+  bool has_eps = a.size() > 1 && a[1].kind == Arg::Kind::Double;
+  double eps = has_eps ? a[1].d : 0.0;
+  return float_unary(b, a, c, [&](Builder& b, Value x) {
+    if (has_eps) x = b.min(b.max(x, cst(b, x, eps)), cst(b, x, 1.0 - eps));
+    return b.log(b.div(x, b.sub(cst(b, x, 1.0), x)));
+  });
+});
+
+// ---- ops that keep integer types ---------------------------------------------------
+
+Value int_or_float(Builder& b, const Args& a, const Context& c, const UnaryFn& f) {
+  const Type& out = c.out();
+  Value x = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  return b.convert(f(b, x), out.dtype);
+}
+
+TT_RULE({"aten::neg"}, [](Builder& b, const Args& a, const Context& c) {
+  if (c.out().dtype == DType::Pred) throw LoweringError("neg: bool tensors are not supported");
+  return Values{b.convert(b.neg(cast_to(b, a[0].value(), c.out().dtype, c.out().shape)), c.out().dtype)};
+});
+
+TT_RULE({"aten::abs"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
+  if (x.dtype() == DType::Pred || hlo::is_unsigned(x.dtype())) return Values{x};
+  return Values{b.abs(x)};
+});
+
+// sign: (0 < x) - (x < 0); NaN gives 0 as on PyTorch's CPU.
+TT_RULE({"aten::sign", "aten::sgn"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
+  if (x.dtype() == DType::Pred) return Values{x};
+  Value zero = cst(b, x, 0);
+  Value pos = b.select(b.compare(x, zero, Cmp::GT), cst(b, x, 1), zero);
+  if (hlo::is_unsigned(x.dtype())) return Values{pos};
+  return Values{b.select(b.compare(x, zero, Cmp::LT), cst(b, x, -1), pos)};
+});
+
+TT_RULE({"aten::signbit"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  if (!is_float(x.dtype())) {
+    if (x.dtype() == DType::Pred || hlo::is_unsigned(x.dtype())) return Values{b.constant_int(0, DType::Pred, x.shape())};
+    return Values{b.compare(x, cst(b, x, 0), Cmp::LT)};
+  }
+  // The sign bit itself (so -0.0 and -nan count as negative).
+  DType it = x.dtype() == DType::F64 ? DType::S64 : x.dtype() == DType::F32 ? DType::S32 : DType::S16;
+  Value bits = b.bitcast_convert(x, it);
+  return Values{b.compare(bits, b.constant_int(0, it, x.shape()), Cmp::LT)};
+});
+
+Value trunc_float(Builder& b, Value x) {
+  return b.select(b.compare(x, cst(b, x, 0), Cmp::LT), b.unary("stablehlo.ceil", x), b.unary("stablehlo.floor", x));
+}
+
+Values rounding(Builder& b, const Args& a, const Context& c, const char* op) {
+  Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
+  if (!is_float(x.dtype())) return {x};  // integers are already integral
+  return {b.unary(op, x)};
+}
+
+TT_RULE({"aten::floor"}, [](Builder& b, const Args& a, const Context& c) { return rounding(b, a, c, "stablehlo.floor"); });
+TT_RULE({"aten::ceil"}, [](Builder& b, const Args& a, const Context& c) { return rounding(b, a, c, "stablehlo.ceil"); });
+TT_RULE({"aten::round"}, [](Builder& b, const Args& a, const Context& c) {
+  return rounding(b, a, c, "stablehlo.round_nearest_even");
+});
+TT_RULE({"aten::trunc"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
+  if (!is_float(x.dtype())) return Values{x};
+  return Values{trunc_float(b, x)};
+});
+
+// round(x, decimals): as PyTorch, x * 10^d rounded half to even, then / 10^d
+// (or / and * 10^-d for negative d).
+TT_RULE({"aten::round.decimals"}, [](Builder& b, const Args& a, const Context& c) {
+  int64_t d = a[1].i;
+  if (!is_float(c.out().dtype)) throw LoweringError("round with decimals needs a floating-point tensor");
+  bool neg = d < 0;
+  double ten_pow = std::pow(10.0, static_cast<double>(neg ? -d : d));
+  return Values{int_or_float(b, a, c, [&](Builder& b, Value x) {
+    Value p = cst(b, x, ten_pow);
+    if (neg) return b.mul(b.unary("stablehlo.round_nearest_even", b.div(x, p)), p);
+    return b.div(b.unary("stablehlo.round_nearest_even", b.mul(x, p)), p);
+  })};
+});
+
+TT_RULE({"aten::frac"}, [](Builder& b, const Args& a, const Context& c) {
+  if (!is_float(c.out().dtype)) throw LoweringError("frac needs a floating-point tensor");
+  return Values{int_or_float(b, a, c, [](Builder& b, Value x) { return b.sub(x, trunc_float(b, x)); })};
+});
+
+double finite_max(DType t) {
+  switch (t) {
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 3.3895313892515355e38;
+    case DType::F32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+TT_RULE({"aten::nan_to_num"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
+  if (!is_float(x.dtype())) return Values{x};
+  auto opt = [&](size_t i, double dflt) {
+    return a.size() > i && a[i].kind == Arg::Kind::Double ? a[i].d : dflt;
+  };
+  double m = finite_max(x.dtype());
+  double nan = opt(1, 0.0), posinf = opt(2, m), neginf = opt(3, -m);
+  Value inf = cst(b, x, std::numeric_limits<double>::infinity());
+  Value r = b.select(b.compare(x, x, Cmp::NE), cst(b, x, nan), x);
+  r = b.select(b.compare(x, inf, Cmp::EQ), cst(b, x, posinf), r);
+  r = b.select(b.compare(x, b.neg(inf), Cmp::EQ), cst(b, x, neginf), r);
+  return Values{r};
+});
+
+// ---- binary math -----------------------------------------------------------------------
+
+using BinaryFn = std::function<Value(Builder&, Value, Value)>;
+
+// Both operands promoted (the result type from the context), broadcast, and
+// computed in f32 for f16/bf16.
+Values binary_math(Builder& b, const Args& a, const Context& c, const BinaryFn& f, bool upcast_half = true) {
+  const Type& out = c.out();
+  DType ct = upcast_half ? upcast(out.dtype) : out.dtype;
+  return {elementwise(b, {&a[0], &a[1]}, out, [&](Builder& b, const Values& x) { return f(b, x[0], x[1]); }, ct)};
+}
+
+Value is_nan(Builder& b, Value x) { return b.compare(x, x, Cmp::NE); }
+
+TT_RULE({"aten::pow.Tensor_Tensor", "aten::pow.Tensor_Scalar", "aten::pow.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) {
+          if (c.out().dtype == DType::Pred) throw LoweringError("pow: bool result not supported");
+          return binary_math(b, a, c, [](Builder& b, Value x, Value y) { return b.binary("stablehlo.power", x, y); });
+        });
+
+Value fmod_value(Builder& b, Value x, Value y) { return b.binary("stablehlo.remainder", x, y); }
+
+// PyTorch's remainder: the result has the divisor's sign (Python's %).
+Value remainder_value(Builder& b, Value x, Value y) {
+  Value r = fmod_value(b, x, y);
+  if (hlo::is_unsigned(x.dtype())) return r;
+  Value zero = cst(b, r, 0);
+  Value fix = b.and_(b.compare(r, zero, Cmp::NE),
+                     b.compare(b.compare(r, zero, Cmp::LT), b.compare(y, zero, Cmp::LT), Cmp::NE));
+  return b.select(fix, b.add(r, y), r);
+}
+
+// Integer division by zero: XLA defines x % 0 (no trap); keep it from
+// reaching the device as an undefined operation by dividing by 1 instead.
+Value safe_int_divisor(Builder& b, Value y) {
+  if (is_float(y.dtype())) return y;
+  Value zero = cst(b, y, 0);
+  return b.select(b.compare(y, zero, Cmp::EQ), cst(b, y, 1), y);
+}
+
+TT_RULE({"aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor"},
+        [](Builder& b, const Args& a, const Context& c) {
+          if (c.out().dtype == DType::Pred) throw LoweringError("remainder: bool not supported");
+          return binary_math(b, a, c, [](Builder& b, Value x, Value y) {
+            if (is_float(x.dtype())) return remainder_value(b, x, y);
+            Value zero = cst(b, y, 0);
+            Value r = remainder_value(b, x, safe_int_divisor(b, y));
+            return b.select(b.compare(y, zero, Cmp::EQ), x, r);
+          });
+        });
+
+TT_RULE({"aten::fmod.Tensor", "aten::fmod.Scalar"}, [](Builder& b, const Args& a, const Context& c) {
+  if (c.out().dtype == DType::Pred) throw LoweringError("fmod: bool not supported");
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) {
+    if (is_float(x.dtype())) return fmod_value(b, x, y);
+    Value zero = cst(b, y, 0);
+    return b.select(b.compare(y, zero, Cmp::EQ), x, fmod_value(b, x, safe_int_divisor(b, y)));
+  });
+});
+
+TT_RULE({"aten::atan2"}, [](Builder& b, const Args& a, const Context& c) {
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) { return b.binary("stablehlo.atan2", x, y); });
+});
+
+// minimum/maximum propagate NaN; fmin/fmax ignore it.
+Value min_max(Builder& b, Value x, Value y, bool is_max) {
+  if (x.dtype() == DType::Pred) return is_max ? b.or_(x, y) : b.and_(x, y);
+  Value m = is_max ? b.max(x, y) : b.min(x, y);
+  if (!is_float(x.dtype())) return m;
+  return b.select(is_nan(b, x), x, b.select(is_nan(b, y), y, m));
+}
+
+Value fmin_max(Builder& b, Value x, Value y, bool is_max) {
+  Value m = min_max(b, x, y, is_max);
+  if (!is_float(x.dtype())) return m;
+  return b.select(is_nan(b, x), y, b.select(is_nan(b, y), x, m));
+}
+
+TT_RULE({"aten::maximum"}, [](Builder& b, const Args& a, const Context& c) {
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) { return min_max(b, x, y, true); }, false);
+});
+TT_RULE({"aten::minimum"}, [](Builder& b, const Args& a, const Context& c) {
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) { return min_max(b, x, y, false); }, false);
+});
+TT_RULE({"aten::fmax"}, [](Builder& b, const Args& a, const Context& c) {
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) { return fmin_max(b, x, y, true); }, false);
+});
+TT_RULE({"aten::fmin"}, [](Builder& b, const Args& a, const Context& c) {
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) { return fmin_max(b, x, y, false); }, false);
+});
+
+// clamp(x, min, max) = min(max(x, lo), hi): NaN in x or a bound propagates,
+// and lo > hi gives hi, as in PyTorch.
+Values clamp_rule(Builder& b, const Args& a, const Context& c, const Arg* lo, const Arg* hi) {
+  const Type& out = c.out();
+  if (out.dtype == DType::Pred) throw LoweringError("clamp: bool not supported");
+  Value x = cast_to(b, a[0].value(), out.dtype, out.shape);
+  if (lo && !lo->is_none()) x = min_max(b, x, cast_to(b, lo->value(), out.dtype, out.shape), true);
+  if (hi && !hi->is_none()) x = min_max(b, x, cast_to(b, hi->value(), out.dtype, out.shape), false);
+  return {x};
+}
+
+TT_RULE({"aten::clamp", "aten::clamp.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
+  return clamp_rule(b, a, c, a.size() > 1 ? &a[1] : nullptr, a.size() > 2 ? &a[2] : nullptr);
+});
+TT_RULE({"aten::clamp_min", "aten::clamp_min.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
+  return clamp_rule(b, a, c, &a[1], nullptr);
+});
+TT_RULE({"aten::clamp_max", "aten::clamp_max.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
+  return clamp_rule(b, a, c, nullptr, &a[1]);
+});
+
+// lerp: self + w * (end - self) for |w| < 0.5, else end - (end - self) * (1 - w)
+// (PyTorch's formula, exact at both ends).
+TT_RULE({"aten::lerp.Scalar", "aten::lerp.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value s = cast_to(b, a[0].value(), ct, out.shape);
+  Value e = cast_to(b, a[1].value(), ct, out.shape);
+  Value w = cast_to(b, a[2].value(), ct, out.shape);
+  Value diff = b.sub(e, s);
+  Value small = b.compare(b.abs(w), cst(b, w, 0.5), Cmp::LT);
+  Value r = b.select(small, b.add(s, b.mul(w, diff)), b.sub(e, b.mul(diff, b.sub(cst(b, w, 1.0), w))));
+  return Values{b.convert(r, out.dtype)};
+});
+
+// addcmul: self + value * t1 * t2; addcdiv: self + value * t1 / t2.
+Values addc(Builder& b, const Args& a, const Context& c, bool divide) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value s = cast_to(b, a[0].value(), ct, out.shape);
+  Value t1 = cast_to(b, a[1].value(), ct, out.shape);
+  Value t2 = cast_to(b, a[2].value(), ct, out.shape);
+  Value v = a.size() > 3 && !a[3].is_none() ? cast_to(b, a[3].value(), ct, out.shape) : cst(b, s, 1.0);
+  if (ct == DType::Pred) {
+    if (divide) throw LoweringError("addcdiv: bool not supported");
+    return {b.or_(s, b.and_(v, b.and_(t1, t2)))};
+  }
+  Value vt1 = b.mul(v, t1);
+  Value r = b.add(s, divide ? b.div(vt1, t2) : b.mul(vt1, t2));
+  return {b.convert(r, out.dtype)};
+}
+
+TT_RULE({"aten::addcmul"}, [](Builder& b, const Args& a, const Context& c) { return addc(b, a, c, false); });
+TT_RULE({"aten::addcdiv"}, [](Builder& b, const Args& a, const Context& c) {
+  if (!is_float(c.out().dtype)) throw LoweringError("addcdiv: integer division is not supported");
+  return addc(b, a, c, true);
+});
+
+// xlogy(x, y) = 0 where x == 0 (unless y is NaN), else x * log(y).
+TT_RULE({"aten::xlogy.Tensor", "aten::xlogy.Scalar_Self", "aten::xlogy.Scalar_Other"},
+        [](Builder& b, const Args& a, const Context& c) {
+          if (!is_float(c.out().dtype)) throw LoweringError("xlogy: non-float result");
+          return binary_math(b, a, c, [](Builder& b, Value x, Value y) {
+            Value r = b.mul(x, b.log(y));
+            Value zero = cst(b, x, 0);
+            r = b.select(b.compare(x, zero, Cmp::EQ), zero, r);
+            return b.select(is_nan(b, y), y, r);
+          });
+        });
+
+// logaddexp(a, b) = max + log1p(exp(-|a - b|)); equal infinities give themselves.
+TT_RULE({"aten::logaddexp"}, [](Builder& b, const Args& a, const Context& c) {
+  if (!is_float(c.out().dtype)) throw LoweringError("logaddexp: non-float result");
+  return binary_math(b, a, c, [](Builder& b, Value x, Value y) {
+    Value m = b.max(x, y);
+    Value d = b.neg(b.abs(b.sub(x, y)));
+    Value r = b.add(m, b.unary("stablehlo.log_plus_one", b.exp(d)));
+    Value inf = cst(b, x, std::numeric_limits<double>::infinity());
+    Value same_inf = b.and_(b.compare(b.abs(x), inf, Cmp::EQ), b.compare(x, y, Cmp::EQ));
+    return b.select(same_inf, x, r);
+  });
+});
+
+}  // namespace
+}  // namespace tt::lowering
