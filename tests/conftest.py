@@ -1,4 +1,13 @@
+import glob
 import os
+import sys
+
+# Import the built package, not the source folder: when the source tree has
+# no compiled _C (an installed or tools/dev_build.sh build), drop the repo
+# root that `python -m pytest` puts first on sys.path.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not glob.glob(os.path.join(_ROOT, "torch_tpu", "_C*.so")):
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _ROOT]
 
 # Op tests must prove ops run natively: a CPU fallback is an error.
 os.environ.setdefault("TORCH_TPU_FALLBACK", "error")

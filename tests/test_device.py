@@ -76,6 +76,6 @@ def test_memory_stats_peak_and_reset():
 
 def test_autoload_on_plain_import_torch():
     code = "import torch; x = torch.ones(2, device='tpu'); print(x.device, (x + 1).cpu().tolist())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
     assert out.returncode == 0, out.stderr
     assert "tpu:0 [2.0, 2.0]" in out.stdout

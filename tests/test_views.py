@@ -106,7 +106,7 @@ def resize_and_set(x):
 def narrow_copy_between_layouts(x):
     y = torch.zeros(6, 4, device=x.device)
     y.copy_(x.t())
-    y[::2].copy_(x[:3, :4].t())  # strided target, transposed source
+    y[::2].copy_(x[:4, :3].t())  # strided target, transposed source
     return y
 
 

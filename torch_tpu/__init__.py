@@ -6,7 +6,12 @@
 Every op runs as an XLA program on the PJRT device; ops without a lowering
 rule fall back to the CPU visibly (see fallback_ops()).
 """
+import os
+
 import torch
+
+# XLA's plugins log an INFO line per client to stderr; keep warnings and errors.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from . import _plugin_search
 

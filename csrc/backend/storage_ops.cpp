@@ -103,6 +103,15 @@ at::Tensor& set_storage(at::Tensor& self, c10::Storage source, c10::SymInt offse
   return self;
 }
 
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
+  return set_storage(self, source.storage(), source.storage_offset(), source.sym_sizes(), source.sym_strides());
+}
+
+at::Tensor& set_storage_plain(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage(self, std::move(source), 0, {n}, {1});
+}
+
 at::Tensor& set_empty(at::Tensor& self) {
   c10::Storage empty(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), true);
   return set_storage(self, empty, 0, {0}, {1});
@@ -114,6 +123,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("resize_", resize_);
   m.impl("set_.source_Storage_storage_offset", set_storage);
   m.impl("set_", set_empty);
+  m.impl("set_.source_Tensor", set_tensor);
+  m.impl("set_.source_Storage", set_storage_plain);
 }
 
 }  // namespace

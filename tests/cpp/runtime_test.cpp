@@ -124,139 +124,139 @@ int main() {
   }
   Runtime& rt = *rtp;
   try {
-  CHECK(Runtime::IsInitialized());
-  const PluginInfo& info = rt.info();
-  std::printf("plugin %s\n  platform %s, reason: %s\n  API %d.%d (header %d.%d)\n  %s %s\n",
-              info.path.c_str(), info.platform.c_str(), info.reason.c_str(), info.api_major,
-              info.api_minor, info.header_major, info.header_minor, info.platform_name.c_str(),
-              info.platform_version.c_str());
-  for (const auto& a : info.attributes) std::printf("  attribute %s = %s\n", a.first.c_str(), a.second.c_str());
-  CHECK(info.header_major == 0 && info.header_minor == 114);
-  CHECK(info.api_major == 0);
-  CHECK(!info.platform_name.empty());
-  CHECK(rt.device_count() >= 1);
-  for (int d = 0; d < rt.device_count(); ++d)
-    std::printf("  device %d: kind '%s', '%s', capacity %lld\n", d, rt.device_kind(d).c_str(),
-                rt.device_description(d).c_str(), static_cast<long long>(rt.memory_capacity(d)));
-  if (info.platform == "cpu") CHECK(rt.device_count() == std::atoi(std::getenv("TORCH_TPU_NUM_DEVICES")));
-  CHECK(rt.memory_capacity(0) > 0);
-  CHECK(ExpectError([&] { rt.live_bytes(rt.device_count()); }).code() == 3);
+    CHECK(Runtime::IsInitialized());
+    const PluginInfo& info = rt.info();
+    std::printf("plugin %s\n  platform %s, reason: %s\n  API %d.%d (header %d.%d)\n  %s %s\n",
+                info.path.c_str(), info.platform.c_str(), info.reason.c_str(), info.api_major,
+                info.api_minor, info.header_major, info.header_minor, info.platform_name.c_str(),
+                info.platform_version.c_str());
+    for (const auto& a : info.attributes) std::printf("  attribute %s = %s\n", a.first.c_str(), a.second.c_str());
+    CHECK(info.header_major == 0 && info.header_minor == 114);
+    CHECK(info.api_major == 0);
+    CHECK(!info.platform_name.empty());
+    CHECK(rt.device_count() >= 1);
+    for (int d = 0; d < rt.device_count(); ++d)
+      std::printf("  device %d: kind '%s', '%s', capacity %lld\n", d, rt.device_kind(d).c_str(),
+                  rt.device_description(d).c_str(), static_cast<long long>(rt.memory_capacity(d)));
+    if (info.platform == "cpu") CHECK(rt.device_count() == std::atoi(std::getenv("TORCH_TPU_NUM_DEVICES")));
+    CHECK(rt.memory_capacity(0) > 0);
+    CHECK(ExpectError([&] { rt.live_bytes(rt.device_count()); }).code() == 3);
 
-  // A second Get() returns the same runtime.
-  CHECK(&Runtime::Get() == &rt);
-  // The loader hook on the plugin in use does not re-initialise it.
-  CHECK(LoadPluginForTest(info.path).api_minor == info.api_minor);
+    // A second Get() returns the same runtime.
+    CHECK(&Runtime::Get() == &rt);
+    // The loader hook on the plugin in use does not re-initialise it.
+    CHECK(LoadPluginForTest(info.path).api_minor == info.api_minor);
 
-  const int64_t base0 = rt.live_bytes(0), nbase0 = rt.live_buffers(0);
-  const int ndev = rt.device_count();
-  const int64_t base1 = ndev > 1 ? rt.live_bytes(1) : 0;
-  {
-    // ---- upload / download
-    const float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
-    BufferPtr ba = rt.FromHost(a, ElementType::F32, {4}, 0);
-    BufferPtr bb = rt.FromHost(b, ElementType::F32, {4}, 0);
-    CHECK(ba->nbytes() == 16 && ba->numel() == 4 && ba->device() == 0);
-    CHECK(rt.live_bytes(0) == base0 + 32);
-    CHECK(rt.live_buffers(0) == nbase0 + 2);
-    CHECK(rt.peak_bytes(0) >= base0 + 32);
-    float back[4] = {0};
-    ba->ToHost(back, sizeof(back));
-    CHECK(std::memcmp(back, a, sizeof(a)) == 0);
-    CHECK(ExpectError([&] { ba->ToHost(back, 8); }).code() == 3);
+    const int64_t base0 = rt.live_bytes(0), nbase0 = rt.live_buffers(0);
+    const int ndev = rt.device_count();
+    const int64_t base1 = ndev > 1 ? rt.live_bytes(1) : 0;
+    {
+      // ---- upload / download
+      const float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
+      BufferPtr ba = rt.FromHost(a, ElementType::F32, {4}, 0);
+      BufferPtr bb = rt.FromHost(b, ElementType::F32, {4}, 0);
+      CHECK(ba->nbytes() == 16 && ba->numel() == 4 && ba->device() == 0);
+      CHECK(rt.live_bytes(0) == base0 + 32);
+      CHECK(rt.live_buffers(0) == nbase0 + 2);
+      CHECK(rt.peak_bytes(0) >= base0 + 32);
+      float back[4] = {0};
+      ba->ToHost(back, sizeof(back));
+      CHECK(std::memcmp(back, a, sizeof(a)) == 0);
+      CHECK(ExpectError([&] { ba->ToHost(back, 8); }).code() == 3);
 
-    // ---- compile + execute on device 0
-    ExecutablePtr add = rt.Compile(kAdd);
-    CHECK(add->num_outputs() == 1);
-    auto outs = add->Execute({ba.get(), bb.get()}, 0);
-    CHECK(outs.size() == 1);
-    CHECK(outs[0]->type() == ElementType::F32);
-    CHECK(outs[0]->dims() == std::vector<int64_t>{4});
-    CHECK(outs[0]->device() == 0);
-    outs[0]->BlockUntilReady();
-    float sum[4] = {0};
-    outs[0]->ToHost(sum, sizeof(sum));
-    CHECK(sum[0] == 11 && sum[1] == 22 && sum[2] == 33 && sum[3] == 44);
-    CHECK(rt.live_bytes(0) == base0 + 48);
+      // ---- compile + execute on device 0
+      ExecutablePtr add = rt.Compile(kAdd);
+      CHECK(add->num_outputs() == 1);
+      auto outs = add->Execute({ba.get(), bb.get()}, 0);
+      CHECK(outs.size() == 1);
+      CHECK(outs[0]->type() == ElementType::F32);
+      CHECK(outs[0]->dims() == std::vector<int64_t>{4});
+      CHECK(outs[0]->device() == 0);
+      outs[0]->BlockUntilReady();
+      float sum[4] = {0};
+      outs[0]->ToHost(sum, sizeof(sum));
+      CHECK(sum[0] == 11 && sum[1] == 22 && sum[2] == 33 && sum[3] == 44);
+      CHECK(rt.live_bytes(0) == base0 + 48);
 
-    // ---- the same (portable) executable on device 1
-    if (ndev > 1) {
-      BufferPtr ca = rt.CopyToDevice(*ba, 1);
-      BufferPtr cb = rt.FromHost(b, ElementType::F32, {4}, 1);
-      CHECK(ca->device() == 1);
-      CHECK(rt.live_bytes(1) == base1 + 32);
-      auto o1 = add->Execute({ca.get(), cb.get()}, 1);
-      CHECK(o1.size() == 1 && o1[0]->device() == 1);
-      float s1[4] = {0};
-      o1[0]->ToHost(s1, sizeof(s1));
-      CHECK(s1[0] == 11 && s1[3] == 44);
-      // Arguments on the wrong device are refused with a clear error.
-      Error e = ExpectError([&] { add->Execute({ba.get(), cb.get()}, 1); });
-      CHECK(e.code() == 3 && Contains(e.what(), "tpu:0"));
-      CHECK(ExpectError([&] { rt.CopyToDevice(*ca, 1); }).code() == 3);
-    } else {
-      std::printf("(only one device: skipping device-1 checks)\n");
+      // ---- the same (portable) executable on device 1
+      if (ndev > 1) {
+        BufferPtr ca = rt.CopyToDevice(*ba, 1);
+        BufferPtr cb = rt.FromHost(b, ElementType::F32, {4}, 1);
+        CHECK(ca->device() == 1);
+        CHECK(rt.live_bytes(1) == base1 + 32);
+        auto o1 = add->Execute({ca.get(), cb.get()}, 1);
+        CHECK(o1.size() == 1 && o1[0]->device() == 1);
+        float s1[4] = {0};
+        o1[0]->ToHost(s1, sizeof(s1));
+        CHECK(s1[0] == 11 && s1[3] == 44);
+        // Arguments on the wrong device are refused with a clear error.
+        Error e = ExpectError([&] { add->Execute({ba.get(), cb.get()}, 1); });
+        CHECK(e.code() == 3 && Contains(e.what(), "tpu:0"));
+        CHECK(ExpectError([&] { rt.CopyToDevice(*ca, 1); }).code() == 3);
+      } else {
+        std::printf("(only one device: skipping device-1 checks)\n");
+      }
+      // Bad device index / wrong argument count.
+      CHECK(ExpectError([&] { add->Execute({ba.get(), bb.get()}, ndev); }).code() == 3);
+      Error argc = ExpectError([&] { add->Execute({ba.get()}, 0); });
+      std::printf("wrong arg count: [%d] %s\n", argc.code(), argc.what());
+      CHECK(argc.code() > 0);
+
+      // ---- multiple outputs of different types
+      ExecutablePtr two = rt.Compile(kTwoOutputs);
+      CHECK(two->num_outputs() == 2);
+      const float m[6] = {1, 2, 3, 4, 5, 6};
+      BufferPtr bm = rt.FromHost(m, ElementType::F32, {2, 3}, 0);
+      auto o2 = two->Execute({bm.get()}, 0);
+      CHECK(o2.size() == 2);
+      CHECK(o2[0]->type() == ElementType::F32 && o2[0]->dims() == (std::vector<int64_t>{2, 3}));
+      CHECK(o2[1]->type() == ElementType::S32 && o2[1]->dims() == std::vector<int64_t>{3});
+      float sq[6];
+      int32_t io[3];
+      o2[0]->ToHost(sq, sizeof(sq));
+      o2[1]->ToHost(io, sizeof(io));
+      CHECK(sq[5] == 36 && io[0] == 0 && io[2] == 2);
+
+      // ---- invalid MLIR: an Error with a code and a message
+      Error bad = ExpectError([&] { rt.Compile("module { this is not mlir }"); });
+      std::printf("invalid MLIR: [%d] %.200s\n", bad.code(), bad.what());
+      CHECK(bad.code() > 0);
+      CHECK(std::strlen(bad.what()) > 0);
+      Error badtype = ExpectError([&] {
+        rt.Compile("module { func.func public @main(%a: tensor<4xf32>) -> tensor<4xi32> {\n"
+                   "  return %a : tensor<4xf32> } }");
+      });
+      CHECK(badtype.code() > 0);
+
+      // ---- 0-element buffers
+      BufferPtr z = rt.FromHost(nullptr, ElementType::F32, {0, 3}, 0);
+      CHECK(z->numel() == 0 && z->nbytes() == 0);
+      z->ToHost(nullptr, 0);
+      z->BlockUntilReady();
+      ExecutablePtr ez = rt.Compile(kEmpty);
+      auto oz = ez->Execute({z.get()}, 0);
+      CHECK(oz.size() == 1 && oz[0]->dims() == (std::vector<int64_t>{0, 3}));
+      oz[0]->ToHost(nullptr, 0);
+      BufferPtr scalar = rt.FromHost(a, ElementType::F32, {}, 0);
+      CHECK(scalar->numel() == 1 && scalar->nbytes() == 4);
+      float sv = 0;
+      scalar->ToHost(&sv, 4);
+      CHECK(sv == 1.0f);
+
+      // ---- out of memory is a code-8 Error, before anything is allocated
+      Error oom = ExpectError([&] { rt.FromHost(nullptr, ElementType::U8, {int64_t{1} << 50}, 0); });
+      std::printf("oom: [%d] %s\n", oom.code(), oom.what());
+      CHECK(oom.code() == 8 && oom.out_of_memory());
+      CHECK(Contains(oom.what(), "out of memory on tpu:0: tried to allocate 1125899906842624 bytes"));
+      CHECK(ExpectError([&] { rt.FromHost(a, ElementType::Invalid, {4}, 0); }).code() == 3);
+      CHECK(ExpectError([&] { rt.FromHost(a, ElementType::F32, {-1}, 0); }).code() == 3);
     }
-    // Bad device index / wrong argument count.
-    CHECK(ExpectError([&] { add->Execute({ba.get(), bb.get()}, ndev); }).code() == 3);
-    Error argc = ExpectError([&] { add->Execute({ba.get()}, 0); });
-    std::printf("wrong arg count: [%d] %s\n", argc.code(), argc.what());
-    CHECK(argc.code() > 0);
-
-    // ---- multiple outputs of different types
-    ExecutablePtr two = rt.Compile(kTwoOutputs);
-    CHECK(two->num_outputs() == 2);
-    const float m[6] = {1, 2, 3, 4, 5, 6};
-    BufferPtr bm = rt.FromHost(m, ElementType::F32, {2, 3}, 0);
-    auto o2 = two->Execute({bm.get()}, 0);
-    CHECK(o2.size() == 2);
-    CHECK(o2[0]->type() == ElementType::F32 && o2[0]->dims() == (std::vector<int64_t>{2, 3}));
-    CHECK(o2[1]->type() == ElementType::S32 && o2[1]->dims() == std::vector<int64_t>{3});
-    float sq[6];
-    int32_t io[3];
-    o2[0]->ToHost(sq, sizeof(sq));
-    o2[1]->ToHost(io, sizeof(io));
-    CHECK(sq[5] == 36 && io[0] == 0 && io[2] == 2);
-
-    // ---- invalid MLIR: an Error with a code and a message
-    Error bad = ExpectError([&] { rt.Compile("module { this is not mlir }"); });
-    std::printf("invalid MLIR: [%d] %.200s\n", bad.code(), bad.what());
-    CHECK(bad.code() > 0);
-    CHECK(std::strlen(bad.what()) > 0);
-    Error badtype = ExpectError([&] {
-      rt.Compile("module { func.func public @main(%a: tensor<4xf32>) -> tensor<4xi32> {\n"
-                 "  return %a : tensor<4xf32> } }");
-    });
-    CHECK(badtype.code() > 0);
-
-    // ---- 0-element buffers
-    BufferPtr z = rt.FromHost(nullptr, ElementType::F32, {0, 3}, 0);
-    CHECK(z->numel() == 0 && z->nbytes() == 0);
-    z->ToHost(nullptr, 0);
-    z->BlockUntilReady();
-    ExecutablePtr ez = rt.Compile(kEmpty);
-    auto oz = ez->Execute({z.get()}, 0);
-    CHECK(oz.size() == 1 && oz[0]->dims() == (std::vector<int64_t>{0, 3}));
-    oz[0]->ToHost(nullptr, 0);
-    BufferPtr scalar = rt.FromHost(a, ElementType::F32, {}, 0);
-    CHECK(scalar->numel() == 1 && scalar->nbytes() == 4);
-    float sv = 0;
-    scalar->ToHost(&sv, 4);
-    CHECK(sv == 1.0f);
-
-    // ---- out of memory is a code-8 Error, before anything is allocated
-    Error oom = ExpectError([&] { rt.FromHost(nullptr, ElementType::U8, {int64_t{1} << 50}, 0); });
-    std::printf("oom: [%d] %s\n", oom.code(), oom.what());
-    CHECK(oom.code() == 8 && oom.out_of_memory());
-    CHECK(Contains(oom.what(), "out of memory on tpu:0: tried to allocate 1125899906842624 bytes"));
-    CHECK(ExpectError([&] { rt.FromHost(a, ElementType::Invalid, {4}, 0); }).code() == 3);
-    CHECK(ExpectError([&] { rt.FromHost(a, ElementType::F32, {-1}, 0); }).code() == 3);
-  }
-  // ---- every buffer released: accounting back to baseline
-  CHECK(rt.live_bytes(0) == base0);
-  CHECK(rt.live_buffers(0) == nbase0);
-  if (ndev > 1) CHECK(rt.live_bytes(1) == base1);
-  rt.reset_peak(0);
-  CHECK(rt.peak_bytes(0) == base0);
+    // ---- every buffer released: accounting back to baseline
+    CHECK(rt.live_bytes(0) == base0);
+    CHECK(rt.live_buffers(0) == nbase0);
+    if (ndev > 1) CHECK(rt.live_bytes(1) == base1);
+    rt.reset_peak(0);
+    CHECK(rt.peak_bytes(0) == base0);
   } catch (const Error& e) {
     ++g_fail;
     std::fprintf(stderr, "FAIL: unexpected Error [%d]: %s\n", e.code(), e.what());

@@ -175,7 +175,8 @@ std::pair<Value, Value> var_mean(Builder& b, Value x, const std::vector<int64_t>
                                  DType acc) {
   x = b.convert(x, acc);
   double n = static_cast<double>(count_of(x, dims));
-  Value mean = b.div(reduce_sum(b, x, dims), b.constant(n, acc, {}));
+  Value sum = reduce_sum(b, x, dims);
+  Value mean = b.div(sum, full_like(b, sum, n));
   Value d = b.sub(x, expand_reduced(b, mean, x.shape(), dims));
   Value ss = reduce_sum(b, b.mul(d, d), dims);
   Value corr = correction.is_none() ? b.constant(1, acc) : b.convert(correction.value(), acc);
