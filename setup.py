@@ -24,9 +24,10 @@ class CMakeBuild(build_ext):
         build_dir = Path(os.environ.get("TORCH_TPU_BUILD_DIR", ROOT / "build" / "cmake"))
         build_dir.mkdir(parents=True, exist_ok=True)
         jobs = os.environ.get("TORCH_TPU_BUILD_JOBS", str(os.cpu_count() or 2))
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         subprocess.check_call(
             ["cmake", "-S", str(ROOT), "-B", str(build_dir), f"-DPython3_EXECUTABLE={sys.executable}",
-             "-DCMAKE_BUILD_TYPE=Release"])
+             "-DCMAKE_BUILD_TYPE=Release"], env=env)
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])
         built = next(build_dir.glob("_C*.so"))
         dest = Path(self.get_ext_fullpath(ext.name))

@@ -66,7 +66,3 @@ def runtime_info():
 def lowered_ops():
     """Names of the ATen overloads with a native lowering rule."""
     return list(_C._rule_names())
-
-
-def _autoload():
-    """Entry point for PyTorch's device-backend autoload (`import torch`)."""

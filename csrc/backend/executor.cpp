@@ -291,6 +291,7 @@ runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device) {
     if (it != cache.end()) return it->second;
   }
   auto buf = runtime_for(device).FromHost(&s.bits, s.type, {}, device);
+  buf->ExcludeFromAccounting();
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() > 4096) cache.clear();
   cache[k] = buf;

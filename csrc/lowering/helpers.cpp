@@ -161,15 +161,26 @@ Value extreme_identity(Builder& b, DType t, bool for_max) {
   return b.constant_int(for_max ? -hi - 1 : hi, t);
 }
 
-Value reduce_max(Builder& b, Value x, const std::vector<int64_t>& dims) {
-  return b.reduce(x, extreme_identity(b, x.dtype(), true), dims,
-                  x.dtype() == DType::Pred ? "stablehlo.or" : "stablehlo.maximum");
+// max/min reductions; floats propagate NaN explicitly (XLA's CPU reduce of
+// stablehlo.maximum does not).
+static Value reduce_extreme(Builder& b, Value x, const std::vector<int64_t>& dims, bool for_max) {
+  if (x.dtype() == DType::Pred)
+    return b.reduce(x, extreme_identity(b, x.dtype(), for_max), dims, for_max ? "stablehlo.or" : "stablehlo.and");
+  if (!hlo::is_float(x.dtype()))
+    return b.reduce(x, extreme_identity(b, x.dtype(), for_max), dims,
+                    for_max ? "stablehlo.maximum" : "stablehlo.minimum");
+  return b.reduce(Values{x}, Values{extreme_identity(b, x.dtype(), for_max)}, dims,
+                  [for_max](Builder& b, const Values& v) {
+                    Value l = v[0], r = v[1];
+                    Value m = for_max ? b.max(l, r) : b.min(l, r);
+                    m = b.select(b.compare(r, r, hlo::Cmp::NE), r, m);
+                    return Values{b.select(b.compare(l, l, hlo::Cmp::NE), l, m)};
+                  })[0];
 }
 
-Value reduce_min(Builder& b, Value x, const std::vector<int64_t>& dims) {
-  return b.reduce(x, extreme_identity(b, x.dtype(), false), dims,
-                  x.dtype() == DType::Pred ? "stablehlo.and" : "stablehlo.minimum");
-}
+Value reduce_max(Builder& b, Value x, const std::vector<int64_t>& dims) { return reduce_extreme(b, x, dims, true); }
+
+Value reduce_min(Builder& b, Value x, const std::vector<int64_t>& dims) { return reduce_extreme(b, x, dims, false); }
 
 Value expand_reduced(Builder& b, Value reduced, const Shape& full, const std::vector<int64_t>& dims) {
   std::vector<int64_t> keep;

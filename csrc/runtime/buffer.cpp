@@ -46,7 +46,13 @@ Buffer::~Buffer() {
     d.buffer = static_cast<PJRT_Buffer*>(buf_);
     detail::SwallowError(api, api.Buffer_Destroy(&d));
   }
-  rt.Account(device_, -static_cast<int64_t>(nbytes()), -1);
+  if (accounted_) rt.Account(device_, -static_cast<int64_t>(nbytes()), -1);
+}
+
+void Buffer::ExcludeFromAccounting() {
+  if (!accounted_) return;
+  accounted_ = false;
+  Runtime::Get().Account(device_, -static_cast<int64_t>(nbytes()), -1);
 }
 
 int64_t Buffer::numel() const {

@@ -85,12 +85,16 @@ class Buffer {
   void ToHost(void* dst, size_t dst_bytes) const;
   // Blocks until the buffer's value is computed (errors surface here).
   void BlockUntilReady() const;
+  // Stops counting this buffer in live_bytes (for the runtime's own caches,
+  // e.g. device copies of scalars, which are not user tensors).
+  void ExcludeFromAccounting();
 
  private:
   void* buf_;
   ElementType type_;
   std::vector<int64_t> dims_;
   int device_;
+  bool accounted_ = true;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

@@ -18,10 +18,10 @@ using hlo::Values;
 
 static int g_passed = 0, g_failed = 0;
 
-#define CHECK(cond)                                                      \
+#define CHECK(...)                                                       \
   do {                                                                   \
-    if (!(cond)) {                                                       \
-      std::printf("  CHECK failed at line %d: %s\n", __LINE__, #cond);   \
+    if (!(__VA_ARGS__)) {                                                \
+      std::printf("  CHECK failed at line %d: %s\n", __LINE__, #__VA_ARGS__); \
       throw std::runtime_error("check failed");                         \
     }                                                                    \
   } while (0)

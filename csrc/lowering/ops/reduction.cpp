@@ -13,9 +13,10 @@ namespace {
 
 using hlo::Cmp;
 
-// An error PyTorch's CPU kernel raises but its meta kernel does not: a plain
-// RuntimeError with the CPU's message.
+// Errors PyTorch's CPU kernel raises but its meta kernel does not, with the
+// CPU's message: a RuntimeError, or (std::out_of_range) an IndexError.
 [[noreturn]] void torch_error(const std::string& msg) { throw std::runtime_error(msg); }
+[[noreturn]] void index_error(const std::string& msg) { throw std::out_of_range(msg); }
 
 // Reduction dims for a `dim` argument, with the output shape settling the one
 // ambiguity: an empty list that PyTorch treats as "no dims" (out shape equals
@@ -117,7 +118,7 @@ TT_RULE({"aten::max.dim", "aten::min.dim"}, [](Builder& b, const Args& a, const 
   int64_t dim = wrap_dim(a[1].i, x.rank());
   if (x.rank() == 0) return Values{x, b.constant_int(0, DType::S64)};
   if (x.shape()[dim] == 0)
-    torch_error(std::string(is_max ? "max" : "min") + "(): Expected reduction dim " + std::to_string(dim) +
+    index_error(std::string(is_max ? "max" : "min") + "(): Expected reduction dim " + std::to_string(dim) +
                 " to have non-zero size.");
   Values r = arg_reduce(b, x, dim, is_max);
   return Values{b.reshape(r[0], c.out(0).shape), b.reshape(r[1], c.out(1).shape)};
@@ -130,13 +131,13 @@ TT_RULE({"aten::argmax", "aten::argmin"}, [](Builder& b, const Args& a, const Co
   int64_t dim = 0;
   if (a[1].is_none()) {
     if (numel(x.shape()) == 0)
-      torch_error(std::string(name) + ": Expected reduction dim to be specified for input.numel() == 0.");
+      index_error(std::string(name) + "(): Expected reduction dim to be specified for input.numel() == 0.");
     x = b.reshape(x, {numel(x.shape())});
   } else {
     dim = wrap_dim(a[1].i, x.rank());
     if (x.rank() == 0) return Values{b.constant_int(0, DType::S64, c.out().shape)};
     if (x.shape()[dim] == 0)
-      torch_error(std::string(name) + "(): Expected reduction dim " + std::to_string(dim) +
+      index_error(std::string(name) + "(): Expected reduction dim " + std::to_string(dim) +
                   " to have non-zero size.");
   }
   return Values{b.reshape(arg_reduce(b, x, dim, is_max)[1], c.out().shape)};
@@ -147,7 +148,7 @@ TT_RULE({"aten::amax", "aten::amin"}, [](Builder& b, const Args& a, const Contex
   auto dims = reduction_dims(a[1], x.rank());
   for (auto d : dims)
     if (x.shape()[d] == 0)
-      torch_error(std::string(c.op == "aten::amax" ? "amax" : "amin") +
+      index_error(std::string(c.op == "aten::amax" ? "amax" : "amin") +
                   "(): Expected reduction dim " + std::to_string(d) + " to have non-zero size.");
   Value in = x.dtype() == DType::Pred ? b.convert(x, DType::U8) : x;
   Value r = c.op == "aten::amax" ? reduce_max(b, in, dims) : reduce_min(b, in, dims);
@@ -157,11 +158,11 @@ TT_RULE({"aten::amax", "aten::amin"}, [](Builder& b, const Args& a, const Contex
 TT_RULE({"aten::aminmax"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   auto dims = reduction_dims(a[1], x.rank());
-  for (auto d : dims)
-    if (x.shape()[d] == 0)
-      torch_error("aminmax(): Expected reduction dim " + std::to_string(d) + " to have non-zero size.");
   if (a[1].is_none() && numel(x.shape()) == 0)
     torch_error("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+  for (auto d : dims)
+    if (x.shape()[d] == 0)
+      index_error("aminmax: Expected reduction dim " + std::to_string(d) + " to have non-zero size.");
   Value in = x.dtype() == DType::Pred ? b.convert(x, DType::U8) : x;
   return Values{b.reshape(reduce_min(b, in, dims), c.out(0).shape),
                 b.reshape(reduce_max(b, in, dims), c.out(1).shape)};

@@ -47,7 +47,7 @@ const std::vector<FloatUnary>& float_unaries() {
       {"aten::log10", [](Builder& b, Value x) { return b.mul(b.log(x), cst(b, x, 1.0 / std::log(10.0))); }},
       {"aten::log1p", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.log_plus_one", x); }},
       {"aten::sqrt", [](Builder& b, Value x) { return b.sqrt(x); }},
-      {"aten::rsqrt", [](Builder& b, Value x) { return b.rsqrt(x); }},
+      {"aten::rsqrt", [](Builder& b, Value x) { return b.div(cst(b, x, 1.0), b.sqrt(x)); }},  // 1 / sqrt, exactly as PyTorch
       {"aten::reciprocal", [](Builder& b, Value x) { return b.div(cst(b, x, 1.0), x); }},
       {"aten::sin", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.sine", x); }},
       {"aten::cos", [](Builder& b, Value x) { return hlo_op(b, "stablehlo.cosine", x); }},
