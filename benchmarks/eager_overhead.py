@@ -31,9 +31,10 @@ def bench(fn, a, b, sync, reps=200, rounds=5):
     sync()
     times = []
     for _ in range(rounds):
+        keep = []  # results stay alive so that synchronize() waits for every one
         t0 = time.perf_counter()
         for _ in range(reps):
-            fn(a, b)
+            keep.append(fn(a, b))
         sync()
         times.append((time.perf_counter() - t0) / reps)
     return statistics.median(times)
