@@ -20,6 +20,9 @@ DType compute_dtype(DType out) {
 
 Value product(Builder& b, Value lhs, Value rhs, const std::vector<int64_t>& lb, const std::vector<int64_t>& rb,
               const std::vector<int64_t>& lc, const std::vector<int64_t>& rc, DType acc) {
+  if (lhs.dtype() != rhs.dtype())  // PyTorch's meta kernels do not check this; its CPU kernels do
+    throw std::runtime_error(std::string("expected m1 and m2 to have the same dtype, but got: ") +
+                             hlo::mlir_name(lhs.dtype()) + " != " + hlo::mlir_name(rhs.dtype()));
   lhs = b.convert(lhs, acc);
   rhs = b.convert(rhs, acc);
   std::string precision = hlo::is_float(acc) ? matmul_precision() : "DEFAULT";

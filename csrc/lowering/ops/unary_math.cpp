@@ -79,13 +79,27 @@ struct RegisterFloatUnaries {
   }
 } register_float_unaries;
 
-// logit(x, eps): log(z / (1 - z)) with z = clamp(x, eps, 1 - eps) when eps is given.
+// Rounds an f32 intermediate to `t` and back (no-op when `t` is the compute
+// type): PyTorch's Vectorized<Half/BFloat16> rounds after every step.
+Value round_through(Builder& b, Value v, DType t) {
+  return t == v.dtype() ? v : b.convert(b.convert(v, t), v.dtype());
+}
+
+// logit(x, eps): log(z / (1 - z)) with z = clamp(x, eps, 1 - eps) when eps is
+// given; f16/bf16 round after each step exactly as PyTorch's CPU kernel does.
 TT_RULE({"aten::logit"}, [](Builder& b, const Args& a, const Context& c) {
   bool has_eps = a.size() > 1 && a[1].kind == Arg::Kind::Double;
   double eps = has_eps ? a[1].d : 0.0;
+  DType t = c.out().dtype;
   return float_unary(b, a, c, [&](Builder& b, Value x) {
-    if (has_eps) x = b.min(b.max(x, cst(b, x, eps)), cst(b, x, 1.0 - eps));
-    return b.log(b.div(x, b.sub(cst(b, x, 1.0), x)));
+    Value one = cst(b, x, 1.0);
+    if (has_eps) {
+      Value lo = round_through(b, cst(b, x, eps), t);
+      Value hi = round_through(b, b.sub(one, lo), t);
+      x = b.select(b.compare(x, lo, Cmp::LT), lo, b.select(b.compare(x, hi, Cmp::GT), hi, x));
+    }
+    Value q = round_through(b, b.div(x, round_through(b, b.sub(one, x), t)), t);
+    return b.log(q);
   });
 });
 
