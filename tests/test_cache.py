@@ -25,8 +25,8 @@ def test_changing_scalar_does_not_recompile():
 
 
 def test_new_shape_compiles_once():
-    before = torch_tpu.cache_info()["compiles"]
     a = torch.randn(3, 5, 7, device="tpu")
+    before = torch_tpu.cache_info()["compiles"]
     a.add(1).cpu()
     a.add(1).cpu()
     assert torch_tpu.cache_info()["compiles"] == before + 1

@@ -2,7 +2,7 @@
 broadcasting, 0-d and empty inputs."""
 import torch
 
-from optest import ALL, FLOATS, INTS, NUMERIC, OpCase, parametrize, run_case
+from optest import ALL, FLOAT, FLOATS, INTS, NUMERIC, OpCase, parametrize, run_case
 
 BINARY_SHAPES = [[(3, 4), (3, 4)], [(3, 4), (4,)], [(2, 1, 4), (3, 1)], [(), (5,)], [(0, 3), (3,)], [(), ()]]
 

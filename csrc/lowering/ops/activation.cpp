@@ -246,9 +246,10 @@ TT_RULE({"aten::hardsigmoid_backward"}, [](Builder& b, const Args& a, const Cont
 TT_RULE({"aten::hardswish_backward"}, [](Builder& b, const Args& a, const Context& c) {
   auto in = inputs(b, a, c);
   Value g = in[0], x = in[1];
+  // x <= -3: 0; -3 < x < 3: g * (x / 3 + 0.5); x >= 3: g (PyTorch's CPU kernel).
   Value mid = b.mul(g, b.add(b.div(x, cst(b, x, 3)), cst(b, x, 0.5)));
-  Value r = b.select(b.compare(x, cst(b, x, 3), Cmp::LE), mid, g);
-  return done(b, b.select(b.compare(x, cst(b, x, -3), Cmp::LT), zeros(b, g), r), c);
+  Value r = b.select(b.compare(x, cst(b, x, 3), Cmp::LT), mid, g);
+  return done(b, b.select(b.compare(x, cst(b, x, -3), Cmp::LE), zeros(b, g), r), c);
 });
 
 }  // namespace
