@@ -300,6 +300,9 @@ runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device) {
 
 // ---- result types from PyTorch's meta kernels ------------------------------------
 
+// return_list_sizes entry for an undefined result (output_mask false).
+constexpr int kMaskedOutput = -2;
+
 at::Tensor to_meta(const at::Tensor& t) {
   if (!t.defined()) return t;
   // CPU 0-d values stay on the CPU: meta kernels accept CPU scalars, and
@@ -345,7 +348,11 @@ bool infer_types(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
   types.clear();
   list_sizes.clear();
   for (const auto& r : meta) {
-    if (r.isTensor()) {
+    if (r.isNone() || (r.isTensor() && !r.toTensor().defined())) {
+      // A backward op's output that output_mask switched off.
+      types.push_back(hlo::Type{hlo::DType::Pred, {}});
+      list_sizes.push_back(kMaskedOutput);
+    } else if (r.isTensor()) {
       const at::Tensor& t = r.toTensor();
       types.push_back(hlo::Type{hlo_dtype(t.scalar_type()), t.sizes().vec()});
       list_sizes.push_back(-1);
@@ -440,6 +447,28 @@ std::shared_ptr<Entry> build_entry(const OpPlan& plan, const c10::OperatorHandle
   if (known) {
     TORCH_CHECK(results.size() == ctx.out_types.size(), "tpu lowering of ", plan.functional, " returned ",
                 results.size(), " results; PyTorch expects ", ctx.out_types.size());
+    hlo::Values kept;
+    size_t k = 0;
+    for (int list_size : list_sizes) {
+      size_t n = list_size == kMaskedOutput ? 1 : list_size < 0 ? 1 : static_cast<size_t>(list_size);
+      for (size_t j = 0; j < n; ++j, ++k) {
+        if (list_size == kMaskedOutput) continue;
+        TORCH_CHECK(results[k].valid(), "tpu lowering of ", plan.functional, " gave no value for result ", k);
+        kept.push_back(results[k]);
+      }
+    }
+    if (kept.size() != results.size()) {
+      // Drop masked outputs from the type list too, keeping the two aligned.
+      std::vector<hlo::Type> types;
+      size_t i = 0;
+      for (int list_size : list_sizes) {
+        size_t n = list_size < 0 ? 1 : static_cast<size_t>(list_size);
+        for (size_t j = 0; j < n; ++j, ++i)
+          if (list_size != kMaskedOutput) types.push_back(ctx.out_types[i]);
+      }
+      ctx.out_types = types;
+      results = kept;
+    }
     for (size_t k = 0; k < results.size(); ++k) {
       TORCH_CHECK(results[k].shape() == ctx.out_types[k].shape, "tpu lowering of ", plan.functional,
                   " produced shape ", hlo::i64_list(results[k].shape()), " for result ", k,
@@ -540,6 +569,8 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
     } catch (const lowering::LoweringError& e) {
       run_cpu_fallback(op, stack, std::string("lowering declined: ") + e.what());
       return;
+    } catch (const std::out_of_range& e) {
+      TORCH_CHECK_INDEX(false, e.what());
     } catch (const hlo::BuildError& e) {
       TORCH_CHECK(false, "tpu: internal error lowering ", plan.functional, " for (", describe_args(st), "): ", e.what());
     }
@@ -591,7 +622,9 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
       const Output& o = entry->outputs[j];
       return wrap_buffer(outs[j], o.sizes, aten_dtype(o.dtype));
     };
-    if (list_size < 0) {
+    if (list_size == kMaskedOutput) {
+      stack->push_back(at::Tensor());
+    } else if (list_size < 0) {
       stack->push_back(wrap(k++));
     } else {
       std::vector<at::Tensor> l;

@@ -52,7 +52,8 @@ TT_RULE({"aten::index_select"}, [](Builder& b, const Args& a, const Context& c) 
 TT_RULE({"aten::gather"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value(), index = a[2].value();
   int64_t dim = wrap_dim(a[1].i, x.rank());
-  if (index.type.numel() == 0 || x.rank() == 0) return Values{full(b, 0, c.out().dtype, c.out().shape)};
+  if (index.type.numel() == 0) return Values{full(b, 0, c.out().dtype, c.out().shape)};
+  if (x.rank() == 0) return Values{b.broadcast_in_dim(x, c.out().shape, {})};  // index must be 0
   Value coords = coordinates(b, index, dim, x.shape()[dim]);
   hlo::Builder::GatherDims dn;
   for (int64_t d = 0; d < x.rank(); ++d) {
@@ -78,7 +79,14 @@ hlo::Body combiner(const std::string& reduce) {
 Values scatter_rule(Builder& b, const Args& a, const Context& c, const std::string& reduce) {
   Value x = a[0].value(), index = a[2].value();
   int64_t dim = wrap_dim(a[1].i, x.rank());
-  if (index.type.numel() == 0 || x.rank() == 0) return {x};
+  if (index.type.numel() == 0) return {x};
+  if (x.rank() == 0) {
+    // A 0-d target has one element: the (single) source value lands on it.
+    Value v = a[3].kind == Arg::Kind::Tensor ? b.reshape(b.slice(b.reshape(b.convert(a[3].value(), x.dtype()), {a[3].value().type.numel()}), {0}, {1}), {})
+                                             : b.convert(a[3].value(), x.dtype());
+    hlo::Body f = combiner(reduce);
+    return {f ? f(b, {x, v})[0] : v};
+  }
   Value src;
   if (a[3].kind == Arg::Kind::Tensor) {
     src = b.convert(a[3].value(), x.dtype());
