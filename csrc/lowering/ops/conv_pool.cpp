@@ -1,0 +1,285 @@
+// Convolution (forward and backward, any spatial rank, groups, stride,
+// padding, dilation) through PyTorch's convolution_overrideable hooks, and
+// 2-D max / average pooling with their backward ops. NCHW layouts throughout.
+#include <algorithm>
+#include <limits>
+
+#include "lowering/helpers.h"
+
+namespace tt::lowering {
+namespace {
+
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
+std::vector<int64_t> iota_vec(int64_t from, int64_t to) {
+  std::vector<int64_t> v;
+  for (int64_t i = from; i < to; ++i) v.push_back(i);
+  return v;
+}
+
+// Half types convolve in f32 (PyTorch's CPU kernels accumulate in f32).
+DType conv_compute(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+
+std::vector<int64_t> expand_param(const std::vector<int64_t>& v, size_t n) {
+  if (v.size() == n) return v;
+  if (v.size() == 1) return std::vector<int64_t>(n, v[0]);
+  throw LoweringError("convolution: parameter has " + std::to_string(v.size()) + " entries, expected " +
+                      std::to_string(n));
+}
+
+struct ConvParams {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups;
+  size_t nsp;  // spatial rank
+};
+
+ConvParams conv_params(const Args& a, int first, size_t nsp) {
+  // (stride, padding, dilation, transposed, output_padding, groups) start at `first`.
+  if (a[first + 3].b) throw LoweringError("transposed convolution is not lowered yet");
+  return {expand_param(a[first].ints, nsp), expand_param(a[first + 1].ints, nsp),
+          expand_param(a[first + 2].ints, nsp), a[first + 5].i, nsp};
+}
+
+hlo::Builder::ConvDims nchw(size_t nsp) {
+  auto sp = iota_vec(2, 2 + static_cast<int64_t>(nsp));
+  return {0, 1, sp, 0, 1, sp, 0, 1, sp};
+}
+
+// convolution_overrideable(input, weight, bias, stride, padding, dilation,
+//                          transposed, output_padding, groups)
+TT_RULE({"aten::convolution_overrideable"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), w = a[1].value();
+  size_t nsp = x.rank() - 2;
+  ConvParams p = conv_params(a, 3, nsp);
+  // PyTorch has no meta kernel for this hook, so the result type is derived
+  // here (the public conv ops have already checked the shapes).
+  DType out_dtype = x.dtype();
+  DType ct = conv_compute(out_dtype);
+  Pads pads;
+  Shape out{x.shape()[0], w.shape()[0]};
+  for (size_t k = 0; k < nsp; ++k) {
+    pads.push_back({p.padding[k], p.padding[k]});
+    int64_t span = p.dilation[k] * (w.shape()[2 + k] - 1) + 1;
+    out.push_back((x.shape()[2 + k] + 2 * p.padding[k] - span) / p.stride[k] + 1);
+  }
+  Value y = b.convolution(b.convert(x, ct), b.convert(w, ct), out, nchw(nsp), p.stride, pads,
+                          std::vector<int64_t>(nsp, 1), p.dilation, p.groups, 1, ct);
+  if (a[2].is_tensor())
+    y = b.add(y, b.broadcast_in_dim(b.convert(a[2].value(), ct), y.shape(), {1}));
+  return Values{b.convert(y, out_dtype)};
+});
+
+// convolution_backward_overrideable(grad_output, input, weight, stride,
+//   padding, dilation, transposed, output_padding, groups, output_mask)
+TT_RULE({"aten::convolution_backward_overrideable"}, [](Builder& b, const Args& a, const Context& c) {
+  Value g = a[0].value(), x = a[1].value(), w = a[2].value();
+  size_t nsp = x.rank() - 2;
+  ConvParams p = conv_params(a, 3, nsp);
+  const auto& mask = a[9].bools;
+  DType ct = conv_compute(x.dtype());
+  Value gc = b.convert(g, ct), xc = b.convert(x, ct), wc = b.convert(w, ct);
+  const int64_t G = p.groups, Oc = w.shape()[0], Icg = w.shape()[1], Ic = Icg * G;
+  Values out(3);
+
+  if (mask.size() > 0 && mask[0]) {
+    // grad_input: a transposed convolution of grad_output with the flipped
+    // kernel, its in/out feature roles swapped within each group.
+    Shape ws = w.shape();
+    Shape grouped{G, Oc / G, Icg};
+    grouped.insert(grouped.end(), ws.begin() + 2, ws.end());
+    std::vector<int64_t> perm{0, 2, 1};
+    for (size_t k = 0; k < nsp; ++k) perm.push_back(3 + k);
+    Value wt = b.transpose(b.reshape(wc, grouped), perm);
+    Shape swapped{Ic, Oc / G};
+    swapped.insert(swapped.end(), ws.begin() + 2, ws.end());
+    wt = b.reverse(b.reshape(wt, swapped), iota_vec(2, 2 + nsp));
+    Pads pads;
+    for (size_t k = 0; k < nsp; ++k) {
+      int64_t kk = ws[2 + k], in = x.shape()[2 + k], o = g.shape()[2 + k];
+      int64_t span = p.dilation[k] * (kk - 1);
+      int64_t rem = in + 2 * p.padding[k] - span - 1 - (o - 1) * p.stride[k];
+      pads.push_back({span - p.padding[k], span - p.padding[k] + rem});
+    }
+    out[0] = b.convert(b.convolution(gc, wt, x.shape(), nchw(nsp), std::vector<int64_t>(nsp, 1), pads, p.stride,
+                                     p.dilation, G, 1, ct),
+                       x.dtype());
+  }
+  if (mask.size() > 1 && mask[1]) {
+    // grad_weight: input and grad_output correlated over the batch; groups
+    // become batch groups so that each group's channels stay separate.
+    hlo::Builder::ConvDims dn;
+    auto sp = iota_vec(2, 2 + nsp);
+    dn.in_batch = 1;
+    dn.in_feature = 0;
+    dn.in_spatial = sp;
+    dn.k_in = 0;
+    dn.k_out = 1;
+    dn.k_spatial = sp;
+    dn.out_batch = 1;
+    dn.out_feature = 0;
+    dn.out_spatial = sp;
+    Pads pads;
+    for (size_t k = 0; k < nsp; ++k) {
+      int64_t kk = w.shape()[2 + k], in = x.shape()[2 + k], o = g.shape()[2 + k];
+      int64_t high = (kk - 1) * p.dilation[k] + (o - 1) * p.stride[k] + 1 - in - p.padding[k];
+      pads.push_back({p.padding[k], high});
+    }
+    out[1] = b.convert(b.convolution(xc, gc, w.shape(), dn, p.dilation, pads, std::vector<int64_t>(nsp, 1),
+                                     p.stride, 1, G, ct),
+                       w.dtype());
+  }
+  if (mask.size() > 2 && mask[2]) {
+    std::vector<int64_t> dims{0};
+    for (size_t k = 0; k < nsp; ++k) dims.push_back(2 + k);
+    out[2] = b.convert(b.reduce(gc, b.constant(0, ct), dims, "stablehlo.add"), g.dtype());
+  }
+  return out;
+});
+
+// ---- pooling -------------------------------------------------------------------
+
+struct Pool {
+  std::vector<int64_t> window, strides, dilation;
+  Pads pads;
+};
+
+// Window geometry over the trailing 2 dims of a 3-D or 4-D input; the high
+// padding is whatever makes the output `out` long (ceil_mode adds to it).
+Pool pool_geometry(const Shape& in, const Shape& out, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
+                   const std::vector<int64_t>& pad, const std::vector<int64_t>& dil) {
+  size_t lead = in.size() - 2;
+  Pool p;
+  p.window.assign(lead, 1);
+  p.strides.assign(lead, 1);
+  p.dilation.assign(lead, 1);
+  p.pads.assign(lead, {0, 0});
+  auto kk = expand_param(k, 2), ss = s.empty() ? kk : expand_param(s, 2), pp = expand_param(pad, 2),
+       dd = dil.empty() ? std::vector<int64_t>{1, 1} : expand_param(dil, 2);
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t n = in[lead + i], o = out[lead + i];
+    int64_t needed = (o - 1) * ss[i] + dd[i] * (kk[i] - 1) + 1;
+    p.window.push_back(kk[i]);
+    p.strides.push_back(ss[i]);
+    p.dilation.push_back(dd[i]);
+    p.pads.push_back({pp[i], std::max<int64_t>(needed - n - pp[i], 0)});
+  }
+  return p;
+}
+
+// max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
+TT_RULE({"aten::max_pool2d_with_indices"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  const Shape& os = c.out(0).shape;
+  Pool p = pool_geometry(x.shape(), os, a[1].ints, a[2].ints, a[3].ints, a[4].ints);
+  const Shape& s = x.shape();
+  int64_t W = s.back();
+  Type it{DType::S64, s};
+  Value flat_index = b.add(b.mul(b.iota(it, x.rank() - 2), b.constant_int(W, DType::S64, s)), b.iota(it, x.rank() - 1));
+  DType ct = conv_compute(x.dtype());
+  Value xv = b.convert(x, ct);
+  Value init_v = b.constant(-std::numeric_limits<double>::infinity(), ct);
+  Value init_i = b.constant_int(std::numeric_limits<int64_t>::max(), DType::S64);
+  // Largest value wins; NaN counts as largest (PyTorch propagates it); ties
+  // go to the first index in row-major order.
+  Values r = b.reduce_window({xv, flat_index}, {init_v, init_i}, p.window, p.strides,
+                             std::vector<int64_t>(x.rank(), 1), p.dilation, p.pads,
+                             [](Builder& bb, const Values& v) {
+    Value av = v[0], ai = v[1], xv2 = v[2], xi = v[3];
+    Value a_nan = bb.compare(av, av, hlo::Cmp::NE), x_nan = bb.compare(xv2, xv2, hlo::Cmp::NE);
+    Value greater = bb.or_(bb.compare(xv2, av, hlo::Cmp::GT), bb.and_(x_nan, bb.not_(a_nan)));
+    Value equal = bb.or_(bb.compare(xv2, av, hlo::Cmp::EQ), bb.and_(x_nan, a_nan));
+    Value take = bb.or_(greater, bb.and_(equal, bb.compare(xi, ai, hlo::Cmp::LT)));
+    return Values{bb.select(take, xv2, av), bb.select(take, xi, ai)};
+  });
+  return Values{b.convert(r[0], x.dtype()), r[1]};
+});
+
+// max_pool2d_with_indices_backward(grad_output, self, kernel, stride, padding,
+//                                  dilation, ceil_mode, indices)
+TT_RULE({"aten::max_pool2d_with_indices_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  Value g = a[0].value(), x = a[1].value(), idx = a[7].value();
+  const Shape& s = x.shape();
+  int64_t planes = 1;
+  for (int64_t d = 0; d < x.rank() - 2; ++d) planes *= s[d];
+  int64_t plane = s[x.rank() - 2] * s[x.rank() - 1];
+  int64_t L = g.type.numel() / std::max<int64_t>(planes, 1);
+  DType ct = conv_compute(g.dtype());
+  Value gr = b.reshape(b.convert(g, ct), {planes, L});
+  Value ir = b.reshape(b.convert(idx, DType::S64), {planes, L, 1});
+  Value rows = b.reshape(b.iota(Type{DType::S64, {planes, L}}, 0), {planes, L, 1});
+  hlo::Builder::ScatterDims dn;
+  dn.inserted_window_dims = {0, 1};
+  dn.scatter_dims_to_operand_dims = {0, 1};
+  dn.index_vector_dim = 2;
+  Value gi = b.scatter(full(b, 0, ct, {planes, plane}), b.concatenate({rows, ir}, 2), gr, dn,
+                       [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; });
+  return Values{b.convert(b.reshape(gi, s), x.dtype())};
+});
+
+// Divisors of avg_pool2d: the window size, or (count_include_pad false) the
+// number of real elements, never counting ceil_mode's extra padding.
+Value pool_counts(Builder& b, const Shape& in, const Pool& p, const Shape& out, bool include_pad, DType ct) {
+  size_t r = in.size();
+  std::vector<int64_t> low(r), high(r), extra(r), zero(r, 0);
+  Shape ones_shape = in;
+  for (size_t i = 0; i < r; ++i) {
+    low[i] = p.pads[i].first;
+    high[i] = std::min(p.pads[i].first, p.pads[i].second);  // the symmetric, real padding
+    extra[i] = p.pads[i].second - high[i];
+  }
+  Value ones = full(b, 1, ct, in);
+  Value padded = b.pad(ones, b.constant(include_pad ? 1 : 0, ct), low, high, zero);
+  padded = b.pad(padded, b.constant(0, ct), zero, extra, zero);
+  Pads none(r, {0, 0});
+  return b.reduce_window({padded}, {b.constant(0, ct)}, p.window, p.strides, std::vector<int64_t>(r, 1), p.dilation,
+                         none, [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
+}
+
+// avg_pool2d(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+TT_RULE({"aten::avg_pool2d"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  const Shape& os = c.out().shape;
+  Pool p = pool_geometry(x.shape(), os, a[1].ints, a[2].ints, a[3].ints, {});
+  DType ct = conv_compute(x.dtype());
+  Value sum = b.reduce_window({b.convert(x, ct)}, {b.constant(0, ct)}, p.window, p.strides,
+                              std::vector<int64_t>(x.rank(), 1), p.dilation, p.pads,
+                              [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
+  Value div = a[6].is_none() ? pool_counts(b, x.shape(), p, os, a[5].b, ct) : b.constant(a[6].i, ct, os);
+  return Values{b.convert(b.div(sum, div), x.dtype())};
+});
+
+// avg_pool2d_backward(grad_output, self, kernel, stride, padding, ceil_mode,
+//                     count_include_pad, divisor_override)
+TT_RULE({"aten::avg_pool2d_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  Value g = a[0].value(), x = a[1].value();
+  const Shape& os = g.shape();
+  Pool p = pool_geometry(x.shape(), os, a[2].ints, a[3].ints, a[4].ints, {});
+  DType ct = conv_compute(g.dtype());
+  Value div = a[7].is_none() ? pool_counts(b, x.shape(), p, os, a[6].b, ct) : b.constant(a[7].i, ct, os);
+  Value y = b.div(b.convert(g, ct), div);
+  // Spread each window's share back: dilate by the stride, pad by the window,
+  // sum each window, then crop the padding.
+  size_t r = x.rank();
+  std::vector<int64_t> low(r), high(r), interior(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t padded = x.shape()[i] + p.pads[i].first + p.pads[i].second;
+    int64_t covered = (os[i] - 1) * p.strides[i] + p.window[i];
+    interior[i] = p.strides[i] - 1;
+    low[i] = p.window[i] - 1;
+    high[i] = p.window[i] - 1 + (padded - covered);
+  }
+  Value spread = b.pad(y, b.constant(0, ct), low, high, interior);
+  Pads none(r, {0, 0});
+  Value sums = b.reduce_window({spread}, {b.constant(0, ct)}, p.window, std::vector<int64_t>(r, 1),
+                               std::vector<int64_t>(r, 1), std::vector<int64_t>(r, 1), none,
+                               [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
+  std::vector<int64_t> start(r), limit(r);
+  for (size_t i = 0; i < r; ++i) {
+    start[i] = p.pads[i].first;
+    limit[i] = p.pads[i].first + x.shape()[i];
+  }
+  return Values{b.convert(b.slice(sums, start, limit), x.dtype())};
+});
+
+}  // namespace
+}  // namespace tt::lowering
