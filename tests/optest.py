@@ -156,3 +156,11 @@ def parametrize(cases):
                 sid = "x".join("-".join(map(str, s)) or "scalar" for s in shapes) or "noargs"
                 params.append(pytest.param(case, shapes, dtype, id=f"{case.name}-{str(dtype)[6:]}-{sid}"))
     return pytest.mark.parametrize("case,shapes,dtype", params)
+
+
+def same_error(fn, *args):
+    """fn raises the same exception type on the CPU and on tpu."""
+    with pytest.raises(Exception) as cpu:
+        fn(*args)
+    with pytest.raises(cpu.type):
+        fn(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args])

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from optest import FLOAT, FLOATS, OpCase, parametrize, run_case
+from optest import FLOAT, FLOATS, OpCase, parametrize, run_case, same_error
 
 TOLS = dict(rtol=2e-2, atol=2e-2)
 
@@ -110,14 +110,7 @@ def test_batchnorm_module_train_and_eval():
     torch.testing.assert_close(d(x.to("tpu")).cpu(), m(x), rtol=1e-5, atol=1e-5)
 
 
-def _same_error(fn, *args):
-    with pytest.raises(Exception) as cpu:
-        fn(*args)
-    with pytest.raises(cpu.type):
-        fn(*[a.to("tpu") for a in args])
-
-
 def test_bad_shapes_raise():
-    _same_error(lambda x, w: F.layer_norm(x, (5,), w), torch.randn(3, 4), torch.randn(5))
-    _same_error(lambda x, w: F.group_norm(x, 3, w), torch.randn(2, 4, 3), torch.randn(4))
-    _same_error(lambda x, rm, rv: F.batch_norm(x, rm, rv), torch.randn(2, 3, 4), torch.randn(4), torch.rand(4))
+    same_error(lambda x, w: F.layer_norm(x, (5,), w), torch.randn(3, 4), torch.randn(5))
+    same_error(lambda x, w: F.group_norm(x, 3, w), torch.randn(2, 4, 3), torch.randn(4))
+    same_error(lambda x, rm, rv: F.batch_norm(x, rm, rv), torch.randn(2, 3, 4), torch.randn(4), torch.rand(4))
