@@ -64,30 +64,22 @@ def test_normalization(case, shapes, dtype):
     run_case(case, shapes, dtype)
 
 
-# Backward ops called with output_mask entries False return undefined tensors;
-# the executor cannot return those yet.
-UNDEFINED_OUTPUT = pytest.mark.xfail(reason="executor: undefined (None) results of backward ops", strict=False)
-
-
-@UNDEFINED_OUTPUT
+# Backward ops called with output_mask entries False return undefined tensors.
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_layer_norm_noaffine_grad(dtype):
     run_case(OpCase("ln", lambda x: F.layer_norm(x, (4,)), [[(3, 4)]], grad=True, **TOLS), [(3, 4)], dtype)
 
 
-@UNDEFINED_OUTPUT
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_layer_norm_weight_only_grad(dtype):
     run_case(OpCase("ln", lambda x, w: F.layer_norm(x, w.shape, w), [[(2, 3, 4), (4,)]], grad=True, **TOLS),
              [(2, 3, 4), (4,)], dtype)
 
 
-@UNDEFINED_OUTPUT
 def test_group_norm_noaffine_grad():
     run_case(OpCase("gn", lambda x: F.group_norm(x, 2), [[(2, 4, 3)]], grad=True, **TOLS), [(2, 4, 3)], torch.float32)
 
 
-@pytest.mark.xfail(reason="executor: native_batch_norm writes running stats it does not declare", strict=False)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_batch_norm_train_updates_running_stats(dtype):
     x = torch.randn(4, 3, 5, dtype=dtype)

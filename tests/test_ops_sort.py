@@ -63,8 +63,6 @@ def test_bad_k_raises():
     same_error(lambda t: t.topk(8), torch.randn(3, 7))
 
 
-@pytest.mark.xfail(reason="executor: IndexError from a rule (std::out_of_range) arrives as RuntimeError",
-                   strict=False)
 def test_bad_dim_raises():
     same_error(lambda t: t.sort(2), torch.randn(3, 7))
     same_error(lambda t: t.topk(2, dim=3), torch.randn(3, 7))
