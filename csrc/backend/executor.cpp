@@ -646,11 +646,24 @@ void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHa
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
   auto args = torch::jit::last(*stack, n);
-  torch::jit::Stack inner;
   std::vector<c10::IValue> outs;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i)
     if (schema.arguments()[i].is_out()) outs.push_back(args[i]);
-    else inner.push_back(args[i]);
+  // The functional op's arguments by name; a factory's dtype and device come
+  // from the (first) out tensor, its layout and pin_memory are left unset.
+  torch::jit::Stack inner;
+  for (const auto& fa : functional_op.schema().arguments()) {
+    bool found = false;
+    for (size_t i = 0; i < n && !found; ++i) {
+      if (schema.arguments()[i].is_out() || schema.arguments()[i].name() != fa.name()) continue;
+      inner.push_back(args[i]);
+      found = true;
+    }
+    if (found) continue;
+    const at::Tensor first_out = outs.at(0).isTensor() ? outs[0].toTensor() : outs[0].toTensorList().get(0);
+    if (fa.name() == "dtype") inner.push_back(static_cast<int64_t>(first_out.scalar_type()));
+    else if (fa.name() == "device") inner.push_back(first_out.device());
+    else inner.push_back(fa.default_value().value_or(c10::IValue()));
   }
   functional_op.callBoxed(&inner);
   std::vector<at::Tensor> results;

@@ -16,11 +16,18 @@ std::string full_name(const c10::OperatorName& n) {
   return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
 }
 
-// Same argument names and types, ignoring out= arguments and alias
-// annotations (add_.Tensor's `Tensor(a!) self` matches add.Tensor's `self`).
-bool same_inputs(const c10::FunctionSchema& a, const c10::FunctionSchema& b) {
+// A factory's TensorOptions arguments; an out= form takes them from `out`.
+bool is_factory_option(const c10::Argument& a) {
+  return a.kwarg_only() && (a.name() == "dtype" || a.name() == "layout" || a.name() == "device" ||
+                            a.name() == "pin_memory");
+}
+
+// Same argument names and types, ignoring out= arguments, alias annotations
+// (add_.Tensor's `Tensor(a!) self` matches add.Tensor's `self`) and the
+// functional form's TensorOptions (eye.m_out matches eye.m).
+bool same_inputs(const c10::FunctionSchema& functional, const c10::FunctionSchema& b) {
   std::vector<const c10::Argument*> xa, xb;
-  for (const auto& x : a.arguments()) if (!x.is_out()) xa.push_back(&x);
+  for (const auto& x : functional.arguments()) if (!x.is_out() && !is_factory_option(x)) xa.push_back(&x);
   for (const auto& x : b.arguments()) if (!x.is_out()) xb.push_back(&x);
   if (xa.size() != xb.size()) return false;
   for (size_t i = 0; i < xa.size(); ++i)

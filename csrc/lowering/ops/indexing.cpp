@@ -110,6 +110,25 @@ TT_RULE({"aten::scatter.reduce", "aten::scatter.value_reduce"},
         [](Builder& b, const Args& a, const Context& c) { return scatter_rule(b, a, c, a[4].s); });
 TT_RULE({"aten::scatter_add"}, [](Builder& b, const Args& a, const Context& c) { return scatter_rule(b, a, c, "add"); });
 
+// index_add(self, dim, index, source, alpha): source slices added at index
+// positions along dim (index_select's backward).
+TT_RULE({"aten::index_add"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), src = a[3].value();
+  int64_t dim = wrap_dim(a[1].i, x.rank());
+  if (src.type.numel() == 0) return Values{x};
+  if (x.rank() == 0) return Values{b.add(x, b.reshape(b.convert(src, x.dtype()), {}))};
+  Value v = b.convert(src, x.dtype());
+  if (!a[4].is_none()) v = b.mul(v, cast_to(b, a[4].value(), x.dtype(), v.shape()));
+  Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
+  hlo::Builder::ScatterDims dn;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    dn.inserted_window_dims.push_back(d);
+    dn.scatter_dims_to_operand_dims.push_back(d);
+  }
+  dn.index_vector_dim = v.rank();
+  return Values{b.scatter(x, coordinates(b, idx, dim, x.shape()[dim]), v, dn, combiner("add"))};
+});
+
 // ---- advanced indexing ------------------------------------------------------------
 
 struct AdvancedIndex {

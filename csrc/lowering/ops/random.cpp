@@ -15,7 +15,10 @@ TT_RULE({"aten::uniform"}, [](Builder& b, const Args& a, const Context& c) {
   DType ct = o.dtype == DType::F64 ? DType::F64 : DType::F32;
   Value u = uniform01(b, c, o.shape, ct);
   Value lo = b.constant(a[1].d, ct, o.shape), span = b.constant(a[2].d - a[1].d, ct, o.shape);
-  return Values{b.convert(b.add(lo, b.mul(u, span)), o.dtype)};
+  Value r = b.convert(b.add(lo, b.mul(u, span)), o.dtype);
+  // Rounding to a narrow type can reach `to`; keep the interval half-open.
+  Value hi = b.constant(a[2].d, o.dtype, o.shape);
+  return Values{b.select(b.compare(r, hi, hlo::Cmp::GE), b.constant(a[1].d, o.dtype, o.shape), r)};
 }, kRng);
 
 // aten::normal_functional(self, float mean, float std, Generator?)
@@ -115,6 +118,41 @@ TT_RULE({"aten::native_dropout_backward"}, [](Builder& b, const Args& a, const C
   Value m = b.convert(a[1].value(), g.dtype());
   return Values{b.mul(b.mul(g, m), b.constant(a[2].d, g.dtype(), g.shape()))};
 });
+
+// multinomial(self, num_samples, replacement, generator): self is [K] or
+// [rows, K] of non-negative weights. With replacement: inverse CDF of a
+// uniform draw per sample. Without: the Gumbel-top-k trick (the num_samples
+// largest log(p) + Gumbel noise), which never picks a zero-weight entry.
+TT_RULE({"aten::multinomial"}, [](Builder& b, const Args& a, const Context& c) {
+  Value p = a[0].value();
+  const bool vec = p.rank() == 1;
+  const int64_t K = p.shape().back(), rows = vec ? 1 : p.shape()[0], S = a[1].i;
+  Value w = b.reshape(b.convert(p, DType::F32), {rows, K});
+  Value out;
+  if (a[2].b) {
+    // cdf[r, k] = sum_{j <= k} w[r, j], through a product with a triangle of ones.
+    Type tt{DType::S64, {K, K}};
+    Value tri = b.convert(b.compare(b.iota(tt, 0), b.iota(tt, 1), hlo::Cmp::LE), DType::F32);
+    Value cdf = b.dot_general(w, tri, {}, {}, {1}, {0}, DType::F32);
+    Value total = b.broadcast_in_dim(b.slice(cdf, {0, K - 1}, {rows, K}), {rows, S, K}, {0, 2});
+    Value u = b.mul(uniform01(b, c, {rows, S, 1}, DType::F32), b.constant(1.0, DType::F32, {rows, S, 1}));
+    Value target = b.mul(b.broadcast_in_dim(b.reshape(u, {rows, S}), {rows, S, K}, {0, 1}), total);
+    Value below = b.compare(b.broadcast_in_dim(cdf, {rows, S, K}, {0, 2}), target, hlo::Cmp::LE);
+    Value count = b.reduce(b.convert(below, DType::S64), b.constant_int(0, DType::S64), {2}, "stablehlo.add");
+    out = b.min(count, b.constant_int(K - 1, DType::S64, {rows, S}));
+  } else {
+    Value u = uniform01(b, c, {rows, K}, DType::F32);
+    Value tiny = b.constant(1e-20, DType::F32, {rows, K});
+    Value gumbel = b.neg(b.log(b.neg(b.log(b.add(u, tiny)))));
+    Value keys = b.add(b.log(w), gumbel);
+    Value idx = b.iota(Type{DType::S64, {rows, K}}, 1);
+    Values sorted = b.sort({keys, idx}, 1, true, [](Builder& bb, const Values& v) {
+      return Values{bb.compare(v[0], v[1], hlo::Cmp::GT, true)};
+    });
+    out = b.slice(sorted[1], {0, 0}, {rows, S});
+  }
+  return Values{b.reshape(out, c.out().shape)};
+}, kRng);
 
 }  // namespace
 }  // namespace tt::lowering

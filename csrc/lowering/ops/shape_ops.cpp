@@ -103,5 +103,33 @@ TT_RULE({"aten::arange", "aten::arange.start", "aten::arange.start_step"},
   return Values{b.convert(b.add(scalar(start, 0), b.mul(i, scalar(step, 1))), o.dtype)};
 }, false, /*static_scalars=*/true);
 
+// eye(n) / eye.m(n, m): ones where row == column.
+TT_RULE({"aten::eye", "aten::eye.m"}, [](Builder& b, const Args&, const Context& c) {
+  const Type& o = c.out();
+  Type it{DType::S64, o.shape};
+  Value diag = b.compare(b.iota(it, 0), b.iota(it, 1), hlo::Cmp::EQ);
+  return Values{b.convert(diag, o.dtype)};
+});
+
+// linspace(start, end, steps): PyTorch's CPU formula, stepping forward from
+// start in the first half and backward from end in the second, in f64.
+TT_RULE({"aten::linspace"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& o = c.out();
+  // Integer linspace rounds in its own way on the CPU; it falls back.
+  if (!hlo::is_float(o.dtype)) throw LoweringError("integer linspace is not lowered yet");
+  int64_t n = a[2].i;
+  Shape s{n};
+  DType ct = DType::F64;
+  Value start = cast_to(b, a[0].value(), ct, s), end = cast_to(b, a[1].value(), ct, s);
+  if (n == 1) return Values{b.convert(start, o.dtype)};
+  Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, s));
+  Value i = b.iota(Type{ct, s}, 0);
+  Value fwd = b.add(start, b.mul(i, step));
+  Value bwd = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, s), i), step));
+  Value first_half = b.compare(i, b.constant(static_cast<double>(n / 2), ct, s), hlo::Cmp::LT);
+  Value v = b.select(first_half, fwd, bwd);
+  return Values{b.convert(v, o.dtype)};
+});
+
 }  // namespace
 }  // namespace tt::lowering
