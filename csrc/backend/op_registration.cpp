@@ -27,7 +27,12 @@ bool is_factory_option(const c10::Argument& a) {
 // functional form's TensorOptions (eye.m_out matches eye.m).
 bool same_inputs(const c10::FunctionSchema& functional, const c10::FunctionSchema& b) {
   std::vector<const c10::Argument*> xa, xb;
-  for (const auto& x : functional.arguments()) if (!x.is_out() && !is_factory_option(x)) xa.push_back(&x);
+  auto in_b = [&](const c10::Argument& x) {
+    for (const auto& y : b.arguments()) if (y.name() == x.name()) return true;
+    return false;
+  };
+  for (const auto& x : functional.arguments())
+    if (!x.is_out() && !(is_factory_option(x) && !in_b(x))) xa.push_back(&x);
   for (const auto& x : b.arguments()) if (!x.is_out()) xb.push_back(&x);
   if (xa.size() != xb.size()) return false;
   for (size_t i = 0; i < xa.size(); ++i)
