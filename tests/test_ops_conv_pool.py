@@ -36,6 +36,39 @@ CASES = [
            [[(1, 2, 9, 7)]], FLOAT, grad=True),
     OpCase("avg_pool2d_pad_include_ceil", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
            [[(1, 2, 8, 8)]], FLOAT, grad=True),
+    OpCase("conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b), [[(2, 3, 5, 5), (3, 4, 3, 3), (4,)]],
+           FLOAT, grad=True),
+    OpCase("conv_transpose2d_stride_pad_outpad",
+           lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+           [[(1, 2, 4, 5), (2, 3, 3, 2)]], FLOAT, grad=True),
+    OpCase("conv_transpose2d_groups_dilation", lambda x, w: F.conv_transpose2d(x, w, groups=2, dilation=2, stride=(1, 2)),
+           [[(2, 4, 4, 4), (4, 3, 2, 3)]], FLOAT, grad=True),
+    OpCase("conv_transpose1d", lambda x, w, b: F.conv_transpose1d(x, w, b, stride=3, padding=2),
+           [[(2, 3, 6), (3, 2, 4), (2,)]], FLOAT, grad=True),
+    OpCase("conv_transpose2d_half", lambda x, w: F.conv_transpose2d(x, w, stride=2),
+           [[(1, 2, 3, 3), (2, 2, 3, 3)]], FLOATS[1:], grad=True, **HALF_TOL),
+    OpCase("conv3d", lambda x, w: F.conv3d(x, w, padding=1, stride=(1, 2, 1)), [[(1, 2, 4, 5, 4), (3, 2, 3, 3, 2)]],
+           FLOAT, grad=True),
+    OpCase("conv2d_empty_batch", lambda x, w: F.conv2d(x, w), [[(0, 3, 5, 5), (2, 3, 3, 3)]], FLOAT),
+    OpCase("max_pool2d_half", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), [[(2, 3, 7, 6)]], FLOATS[1:],
+           grad=True),
+    OpCase("max_pool2d_dilation", lambda x: F.max_pool2d(x, 2, stride=1, dilation=2), [[(1, 2, 7, 6)]], FLOAT,
+           grad=True),
+    OpCase("max_pool2d_int", lambda x: F.max_pool2d(x, 2), [[(1, 2, 4, 4)]], (torch.int64,)),
+    OpCase("max_pool2d_overlap_ties", lambda x: F.max_pool2d(x.round(), 3, stride=1), [[(1, 1, 6, 6)]], FLOAT,
+           grad=True),
+    OpCase("avg_pool2d_half", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1), [[(2, 3, 7, 6)]], FLOATS[1:],
+           grad=True),
+    OpCase("avg_pool2d_ceil_exclude", lambda x: F.avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False),
+           [[(1, 2, 5, 7)]], FLOAT, grad=True),
+    OpCase("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), [[(2, 3, 7, 9)], [(3, 6, 8)]],
+           FLOATS, grad=True),
+    OpCase("adaptive_avg_pool2d_upsample", lambda x: F.adaptive_avg_pool2d(x, (5, 2)), [[(1, 2, 3, 2)]], FLOAT,
+           grad=True),
+    OpCase("adaptive_avg_pool2d_none", lambda x: F.adaptive_avg_pool2d(x, (None, 2)), [[(1, 2, 3, 5)]], FLOAT,
+           grad=True),
+    OpCase("adaptive_avg_pool2d_global", lambda x: F.adaptive_avg_pool2d(x, 1), [[(2, 3, 5, 5)]], FLOATS,
+           grad=True),
     OpCase("avg_pool2d_divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [[(1, 1, 4, 6)]], FLOAT,
            grad=True),
 ]
@@ -44,6 +77,15 @@ CASES = [
 @parametrize(CASES)
 def test_conv_pool(case, shapes, dtype):
     run_case(case, shapes, dtype)
+
+
+def test_pool_errors_like_cpu():
+    from optest import same_error
+    same_error(lambda x: F.max_pool2d(x, 3, padding=2), torch.randn(1, 1, 5, 5))
+    same_error(lambda x: F.avg_pool2d(x, 6), torch.randn(1, 1, 5, 5))
+    same_error(lambda x: F.adaptive_avg_pool2d(x, (2, 2)), torch.randn(1, 1, 0, 5))
+    same_error(lambda x, w: F.conv_transpose2d(x, w, stride=2, output_padding=2), torch.randn(1, 2, 3, 3),
+               torch.randn(2, 2, 3, 3))
 
 
 def test_conv_shape_error_like_cpu():

@@ -1,6 +1,7 @@
-// Convolution (forward and backward, any spatial rank, groups, stride,
-// padding, dilation) through PyTorch's convolution_overrideable hooks, and
-// 2-D max / average pooling with their backward ops. NCHW layouts throughout.
+// Convolution (forward and backward, plain and transposed, any spatial rank,
+// groups, stride, padding, dilation) through PyTorch's convolution_overrideable hooks, and
+// 2-D max / average / adaptive average pooling with their backward ops. NCHW
+// layouts throughout.
 #include <algorithm>
 #include <limits>
 
@@ -28,21 +29,97 @@ std::vector<int64_t> expand_param(const std::vector<int64_t>& v, size_t n) {
 }
 
 struct ConvParams {
-  std::vector<int64_t> stride, padding, dilation;
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed;
   int64_t groups;
   size_t nsp;  // spatial rank
 };
 
 ConvParams conv_params(const Args& a, int first, size_t nsp) {
   // (stride, padding, dilation, transposed, output_padding, groups) start at `first`.
-  if (a[first + 3].b) throw LoweringError("transposed convolution is not lowered yet");
   return {expand_param(a[first].ints, nsp), expand_param(a[first + 1].ints, nsp),
-          expand_param(a[first + 2].ints, nsp), a[first + 5].i, nsp};
+          expand_param(a[first + 2].ints, nsp), expand_param(a[first + 4].ints, nsp), a[first + 3].b,
+          a[first + 5].i, nsp};
 }
 
 hlo::Builder::ConvDims nchw(size_t nsp) {
   auto sp = iota_vec(2, 2 + static_cast<int64_t>(nsp));
   return {0, 1, sp, 0, 1, sp, 0, 1, sp};
+}
+
+// A plain convolution of x [N, C, ...] with w [O, C/G, k...] (in the compute dtype).
+Value conv_forward(Builder& b, Value x, Value w, const ConvParams& p) {
+  size_t nsp = p.nsp;
+  Pads pads;
+  Shape out{x.shape()[0], w.shape()[0]};
+  for (size_t k = 0; k < nsp; ++k) {
+    pads.push_back({p.padding[k], p.padding[k]});
+    int64_t span = p.dilation[k] * (w.shape()[2 + k] - 1) + 1;
+    out.push_back((x.shape()[2 + k] + 2 * p.padding[k] - span) / p.stride[k] + 1);
+  }
+  return b.convolution(x, w, out, nchw(nsp), p.stride, pads, std::vector<int64_t>(nsp, 1), p.dilation, p.groups,
+                       1, x.dtype());
+}
+
+// The gradient of conv_forward with respect to its input of shape `in_shape`:
+// a transposed convolution of g with the flipped kernel, its in/out feature
+// roles swapped within each group. (Also a transposed convolution's forward.)
+Value conv_grad_input(Builder& b, Value g, Value w, const Shape& in_shape, const ConvParams& p) {
+  size_t nsp = p.nsp;
+  const int64_t G = p.groups, Oc = w.shape()[0], Icg = w.shape()[1], Ic = Icg * G;
+  Shape ws = w.shape();
+  Shape grouped{G, Oc / G, Icg};
+  grouped.insert(grouped.end(), ws.begin() + 2, ws.end());
+  std::vector<int64_t> perm{0, 2, 1};
+  for (size_t k = 0; k < nsp; ++k) perm.push_back(3 + k);
+  Value wt = b.transpose(b.reshape(w, grouped), perm);
+  Shape swapped{Ic, Oc / G};
+  swapped.insert(swapped.end(), ws.begin() + 2, ws.end());
+  wt = b.reverse(b.reshape(wt, swapped), iota_vec(2, 2 + nsp));
+  Pads pads;
+  for (size_t k = 0; k < nsp; ++k) {
+    int64_t kk = ws[2 + k], in = in_shape[2 + k], o = g.shape()[2 + k];
+    int64_t span = p.dilation[k] * (kk - 1);
+    int64_t rem = in + 2 * p.padding[k] - span - 1 - (o - 1) * p.stride[k];
+    pads.push_back({span - p.padding[k], span - p.padding[k] + rem});
+  }
+  return b.convolution(g, wt, in_shape, nchw(nsp), std::vector<int64_t>(nsp, 1), pads, p.stride, p.dilation, G,
+                       1, g.dtype());
+}
+
+// The gradient of conv_forward(x, w) with respect to w (of shape `w_shape`):
+// x and g correlated over the batch; groups become batch groups so that each
+// group's channels stay separate.
+Value conv_grad_weight(Builder& b, Value x, Value g, const Shape& w_shape, const ConvParams& p) {
+  size_t nsp = p.nsp;
+  hlo::Builder::ConvDims dn;
+  auto sp = iota_vec(2, 2 + nsp);
+  dn.in_batch = 1;
+  dn.in_feature = 0;
+  dn.in_spatial = sp;
+  dn.k_in = 0;
+  dn.k_out = 1;
+  dn.k_spatial = sp;
+  dn.out_batch = 1;
+  dn.out_feature = 0;
+  dn.out_spatial = sp;
+  Pads pads;
+  for (size_t k = 0; k < nsp; ++k) {
+    int64_t kk = w_shape[2 + k], in = x.shape()[2 + k], o = g.shape()[2 + k];
+    int64_t high = (kk - 1) * p.dilation[k] + (o - 1) * p.stride[k] + 1 - in - p.padding[k];
+    pads.push_back({p.padding[k], high});
+  }
+  return b.convolution(x, g, w_shape, dn, p.dilation, pads, std::vector<int64_t>(nsp, 1), p.stride, 1, p.groups,
+                       x.dtype());
+}
+
+// The output shape of a transposed convolution of x with w [C, O/G, k...].
+Shape transposed_shape(Value x, Value w, const ConvParams& p) {
+  Shape out{x.shape()[0], w.shape()[1] * p.groups};
+  for (size_t k = 0; k < p.nsp; ++k)
+    out.push_back((x.shape()[2 + k] - 1) * p.stride[k] - 2 * p.padding[k] +
+                  p.dilation[k] * (w.shape()[2 + k] - 1) + p.output_padding[k] + 1);
+  return out;
 }
 
 // convolution_overrideable(input, weight, bias, stride, padding, dilation,
@@ -55,15 +132,14 @@ TT_RULE({"aten::convolution_overrideable"}, [](Builder& b, const Args& a, const 
   // here (the public conv ops have already checked the shapes).
   DType out_dtype = x.dtype();
   DType ct = conv_compute(out_dtype);
-  Pads pads;
-  Shape out{x.shape()[0], w.shape()[0]};
-  for (size_t k = 0; k < nsp; ++k) {
-    pads.push_back({p.padding[k], p.padding[k]});
-    int64_t span = p.dilation[k] * (w.shape()[2 + k] - 1) + 1;
-    out.push_back((x.shape()[2 + k] + 2 * p.padding[k] - span) / p.stride[k] + 1);
-  }
-  Value y = b.convolution(b.convert(x, ct), b.convert(w, ct), out, nchw(nsp), p.stride, pads,
-                          std::vector<int64_t>(nsp, 1), p.dilation, p.groups, 1, ct);
+  if (p.transposed)
+    for (size_t k = 0; k < nsp; ++k)
+      if (p.output_padding[k] >= p.stride[k] && p.output_padding[k] >= p.dilation[k])
+        throw std::runtime_error("output padding must be smaller than either stride or dilation, but got " +
+                                 hlo::i64_list(p.output_padding) + " with stride " + hlo::i64_list(p.stride) +
+                                 " and dilation " + hlo::i64_list(p.dilation));
+  Value xc = b.convert(x, ct), wc = b.convert(w, ct);
+  Value y = p.transposed ? conv_grad_input(b, xc, wc, transposed_shape(x, w, p), p) : conv_forward(b, xc, wc, p);
   if (a[2].is_tensor())
     y = b.add(y, b.broadcast_in_dim(b.convert(a[2].value(), ct), y.shape(), {1}));
   return Values{b.convert(y, out_dtype)};
@@ -78,55 +154,17 @@ TT_RULE({"aten::convolution_backward_overrideable"}, [](Builder& b, const Args& 
   const auto& mask = a[9].bools;
   DType ct = conv_compute(x.dtype());
   Value gc = b.convert(g, ct), xc = b.convert(x, ct), wc = b.convert(w, ct);
-  const int64_t G = p.groups, Oc = w.shape()[0], Icg = w.shape()[1], Ic = Icg * G;
   Values out(3);
-
   if (mask.size() > 0 && mask[0]) {
-    // grad_input: a transposed convolution of grad_output with the flipped
-    // kernel, its in/out feature roles swapped within each group.
-    Shape ws = w.shape();
-    Shape grouped{G, Oc / G, Icg};
-    grouped.insert(grouped.end(), ws.begin() + 2, ws.end());
-    std::vector<int64_t> perm{0, 2, 1};
-    for (size_t k = 0; k < nsp; ++k) perm.push_back(3 + k);
-    Value wt = b.transpose(b.reshape(wc, grouped), perm);
-    Shape swapped{Ic, Oc / G};
-    swapped.insert(swapped.end(), ws.begin() + 2, ws.end());
-    wt = b.reverse(b.reshape(wt, swapped), iota_vec(2, 2 + nsp));
-    Pads pads;
-    for (size_t k = 0; k < nsp; ++k) {
-      int64_t kk = ws[2 + k], in = x.shape()[2 + k], o = g.shape()[2 + k];
-      int64_t span = p.dilation[k] * (kk - 1);
-      int64_t rem = in + 2 * p.padding[k] - span - 1 - (o - 1) * p.stride[k];
-      pads.push_back({span - p.padding[k], span - p.padding[k] + rem});
-    }
-    out[0] = b.convert(b.convolution(gc, wt, x.shape(), nchw(nsp), std::vector<int64_t>(nsp, 1), pads, p.stride,
-                                     p.dilation, G, 1, ct),
-                       x.dtype());
+    // A transposed convolution is the input gradient of a plain one, so its
+    // input gradient is the plain convolution of grad_output.
+    Value gi = p.transposed ? conv_forward(b, gc, wc, p) : conv_grad_input(b, gc, wc, x.shape(), p);
+    if (gi.shape() != x.shape()) throw LoweringError("convolution backward: unexpected input gradient shape");
+    out[0] = b.convert(gi, x.dtype());
   }
   if (mask.size() > 1 && mask[1]) {
-    // grad_weight: input and grad_output correlated over the batch; groups
-    // become batch groups so that each group's channels stay separate.
-    hlo::Builder::ConvDims dn;
-    auto sp = iota_vec(2, 2 + nsp);
-    dn.in_batch = 1;
-    dn.in_feature = 0;
-    dn.in_spatial = sp;
-    dn.k_in = 0;
-    dn.k_out = 1;
-    dn.k_spatial = sp;
-    dn.out_batch = 1;
-    dn.out_feature = 0;
-    dn.out_spatial = sp;
-    Pads pads;
-    for (size_t k = 0; k < nsp; ++k) {
-      int64_t kk = w.shape()[2 + k], in = x.shape()[2 + k], o = g.shape()[2 + k];
-      int64_t high = (kk - 1) * p.dilation[k] + (o - 1) * p.stride[k] + 1 - in - p.padding[k];
-      pads.push_back({p.padding[k], high});
-    }
-    out[1] = b.convert(b.convolution(xc, gc, w.shape(), dn, p.dilation, pads, std::vector<int64_t>(nsp, 1),
-                                     p.stride, 1, G, ct),
-                       w.dtype());
+    Value gw = p.transposed ? conv_grad_weight(b, gc, xc, w.shape(), p) : conv_grad_weight(b, xc, gc, w.shape(), p);
+    out[1] = b.convert(gw, w.dtype());
   }
   if (mask.size() > 2 && mask[2]) {
     std::vector<int64_t> dims{0};
@@ -279,6 +317,85 @@ TT_RULE({"aten::avg_pool2d_backward"}, [](Builder& b, const Args& a, const Conte
     limit[i] = p.pads[i].first + x.shape()[i];
   }
   return Values{b.convert(b.slice(sums, start, limit), x.dtype())};
+});
+
+}  // namespace
+}  // namespace tt::lowering
+
+// ---- adaptive average pooling ----------------------------------------------------
+// (appended by the shape/indexing family)
+namespace tt::lowering {
+namespace {
+
+// [out, in] 0/1 matrix of adaptive pooling's windows along one dim: window i
+// covers [floor(i * in / out), ceil((i + 1) * in / out)); also each window's
+// length as an f32 [out] vector.
+std::pair<Value, Value> adaptive_windows(Builder& b, int64_t in, int64_t out, DType ct) {
+  Type t{DType::S64, {out, in}};
+  Value i = b.iota(t, 0), h = b.iota(t, 1);
+  auto k = [&](int64_t v) { return b.constant_int(v, DType::S64, {out, in}); };
+  Value start = b.div(b.mul(i, k(in)), k(out));
+  Value end = b.div(b.add(b.mul(b.add(i, k(1)), k(in)), k(out - 1)), k(out));
+  Value inside = b.and_(b.compare(h, start, hlo::Cmp::GE), b.compare(h, end, hlo::Cmp::LT));
+  Type v{DType::S64, {out}};
+  auto kv = [&](int64_t x) { return b.constant_int(x, DType::S64, {out}); };
+  Value iv = b.iota(v, 0);
+  Value len = b.sub(b.div(b.add(b.mul(b.add(iv, kv(1)), kv(in)), kv(out - 1)), kv(out)),
+                    b.div(b.mul(iv, kv(in)), kv(out)));
+  return {b.convert(inside, ct), b.convert(len, ct)};
+}
+
+// Contracts the last two dims of x [..., A, B] with m_rows [P, A] and m_cols
+// [Q, B] (each contracted over its dim `cdim`): [..., P, Q].
+Value contract2(Builder& b, Value x, Value m_rows, Value m_cols, int64_t cdim) {
+  int64_t r = x.rank();
+  const std::string prec = "HIGHEST";  // pooling is exact whatever the matmul precision
+  Value t = b.dot_general(x, m_cols, {}, {}, {r - 1}, {cdim}, x.dtype(), prec);    // [..., A, Q]
+  t = b.dot_general(t, m_rows, {}, {}, {r - 2}, {cdim}, x.dtype(), prec);         // [..., Q, P]
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < r - 2; ++d) perm.push_back(d);
+  perm.push_back(r - 1);
+  perm.push_back(r - 2);
+  return b.transpose(t, perm);
+}
+
+Value window_counts(Builder& b, Value len_h, Value len_w, const Shape& out_shape) {
+  int64_t r = static_cast<int64_t>(out_shape.size());
+  return b.mul(b.broadcast_in_dim(len_h, out_shape, {r - 2}), b.broadcast_in_dim(len_w, out_shape, {r - 1}));
+}
+
+// _adaptive_avg_pool2d(self, output_size): sums through 0/1 window matrices,
+// divided by each window's element count.
+TT_RULE({"aten::_adaptive_avg_pool2d"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  const Type& o = c.out();
+  int64_t r = x.rank();
+  DType ct = acc_dtype(x.dtype());
+  if (!hlo::is_float(ct)) throw LoweringError("adaptive_avg_pool2d of integers");
+  int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], Oh = o.shape[r - 2], Ow = o.shape[r - 1];
+  for (int64_t d = r - 3; d < r; ++d)  // PyTorch's meta kernel does not check this; its CPU kernel does
+    if (x.shape()[d] == 0)
+      throw std::runtime_error("adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                               "dimensions, but input has sizes " + hlo::i64_list(x.shape()) + " with dimension " +
+                               std::to_string(d) + " being empty");
+  if (o.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, o.dtype, o.shape)};
+  auto [mh, lh] = adaptive_windows(b, H, Oh, ct);
+  auto [mw, lw] = adaptive_windows(b, W, Ow, ct);
+  Value sums = contract2(b, b.convert(x, ct), mh, mw, 1);
+  return Values{b.convert(b.div(sums, window_counts(b, lh, lw, o.shape)), o.dtype)};
+});
+
+// _adaptive_avg_pool2d_backward(grad_output, self)
+TT_RULE({"aten::_adaptive_avg_pool2d_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  Value g = a[0].value(), x = a[1].value();
+  int64_t r = x.rank();
+  DType ct = acc_dtype(g.dtype());
+  int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], Oh = g.shape()[r - 2], Ow = g.shape()[r - 1];
+  if (g.type.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, c.out().dtype, x.shape())};
+  auto [mh, lh] = adaptive_windows(b, H, Oh, ct);
+  auto [mw, lw] = adaptive_windows(b, W, Ow, ct);
+  Value share = b.div(b.convert(g, ct), window_counts(b, lh, lw, g.shape()));
+  return Values{b.convert(contract2(b, share, mh, mw, 0), c.out().dtype)};
 });
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Indexing: index_select, gather, scatter / scatter_add, advanced indexing
+// Indexing: index_select, gather, scatter / scatter_add / scatter_reduce,
+// index_add / index_copy / index_fill, take / put, advanced indexing
 // (index.Tensor) and index_put, embedding's backward. Negative indices are
 // wrapped as PyTorch does; out-of-range indices are not checked on the device
 // (StableHLO gather clamps and scatter drops them).
@@ -33,8 +34,12 @@ Value coordinates(Builder& b, Value index, int64_t dim, int64_t size) {
 TT_RULE({"aten::index_select"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   int64_t dim = wrap_dim(a[1].i, x.rank());
-  if (x.rank() == 0) return Values{b.reshape(x, c.out().shape)};
   Value idx = a[2].value();
+  // PyTorch's meta kernel does not check the index; its CPU kernel does.
+  if (idx.rank() > 1) throw std::out_of_range("index_select(): Index is supposed to be a vector");
+  if (idx.dtype() != DType::S64 && idx.dtype() != DType::S32)
+    throw std::runtime_error("index_select(): Expected dtype int32 or int64 for index");
+  if (x.rank() == 0) return Values{b.reshape(x, c.out().shape)};
   int64_t n = idx.type.numel();
   idx = b.reshape(wrap_index(b, idx, x.shape()[dim]), {n, 1});
   hlo::Builder::GatherDims dn;
@@ -129,6 +134,129 @@ TT_RULE({"aten::index_add"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{b.scatter(x, coordinates(b, idx, dim, x.shape()[dim]), v, dn, combiner("add"))};
 });
 
+// Scatters `updates` (shaped like `index`) into `base` along `dim` with `combine`.
+Value scatter_along(Builder& b, Value base, Value index, int64_t dim, Value updates, const hlo::Body& combine) {
+  hlo::Builder::ScatterDims dn;
+  for (int64_t d = 0; d < base.rank(); ++d) {
+    dn.inserted_window_dims.push_back(d);
+    dn.scatter_dims_to_operand_dims.push_back(d);
+  }
+  dn.index_vector_dim = index.rank();
+  return b.scatter(base, coordinates(b, index, dim, base.shape()[dim]), updates, dn, combine);
+}
+
+// scatter_reduce.two(self, dim, index, src, reduce, include_self): sum, prod,
+// mean, amax, amin; without include_self the positions that receive values
+// start from the reduction's identity.
+TT_RULE({"aten::scatter_reduce.two"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), index = a[2].value();
+  // The CPU also accepts "max" / "min" for amax / amin.
+  const std::string reduce = a[4].s == "max" ? "amax" : a[4].s == "min" ? "amin" : a[4].s;
+  bool include_self = a[5].b;
+  if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
+    throw std::runtime_error("reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+  if (index.type.numel() == 0) return Values{x};
+  if (x.rank() == 0) throw LoweringError("scatter_reduce of a 0-d tensor");
+  int64_t dim = wrap_dim(a[1].i, x.rank());
+  DType t = x.dtype();
+  Value src = b.convert(a[3].value(), t);
+  src = b.slice(src, std::vector<int64_t>(src.rank(), 0), index.shape());
+  const Shape& is = index.shape();
+  // Positions that receive at least one value, and how many.
+  DType ct = hlo::is_float(t) ? t : DType::S64;
+  Value counts = scatter_along(b, full(b, 0, ct, x.shape()), index, dim, full(b, 1, ct, is), combiner("add"));
+  Value touched = b.compare(counts, full(b, 0, ct, x.shape()), hlo::Cmp::GT);
+  std::string op = reduce == "sum" || reduce == "mean" ? "add" : reduce == "prod" ? "multiply" : reduce;
+  Value start = x;
+  if (!include_self) {
+    Value id = reduce == "amax" ? b.broadcast_in_dim(extreme_identity(b, t, true), x.shape(), {})
+               : reduce == "amin" ? b.broadcast_in_dim(extreme_identity(b, t, false), x.shape(), {})
+                                  : full(b, reduce == "prod" ? 1 : 0, t, x.shape());
+    if (t == DType::Pred) id = full(b, reduce == "prod" || reduce == "amin" ? 1 : 0, t, x.shape());
+    start = b.select(touched, id, x);
+  }
+  Value r = scatter_along(b, start, index, dim, src, combiner(op));
+  if (reduce == "mean") {
+    Value n = include_self ? b.add(counts, full(b, 1, ct, x.shape())) : b.max(counts, full(b, 1, ct, x.shape()));
+    if (hlo::is_float(t)) {
+      r = b.div(r, n);
+    } else {
+      // Integer means round toward -inf, as on the CPU.
+      Value rc = b.convert(r, DType::S64);
+      Value q = b.div(rc, n);
+      Value fix = b.and_(b.compare(b.mul(q, n), rc, hlo::Cmp::NE),
+                         b.compare(rc, full(b, 0, DType::S64, x.shape()), hlo::Cmp::LT));
+      r = b.convert(b.select(fix, b.sub(q, full(b, 1, DType::S64, x.shape())), q), t);
+    }
+  }
+  return Values{r};
+});
+
+// index_copy(self, dim, index, source): source slices written at index
+// positions along dim.
+TT_RULE({"aten::index_copy"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), src = a[3].value();
+  if (src.type.numel() == 0) return Values{x};
+  if (x.rank() == 0) return Values{b.reshape(b.convert(src, x.dtype()), {})};
+  int64_t dim = wrap_dim(a[1].i, x.rank());
+  Value v = b.convert(src, x.dtype());
+  if (v.rank() == 0) v = b.reshape(v, {1});
+  Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
+  return Values{scatter_along(b, x, idx, dim, v, nullptr)};
+});
+
+// index_fill.int_Scalar / int_Tensor(self, dim, index, value): value at the
+// index positions along dim.
+TT_RULE({"aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor"},
+        [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), index = a[2].value();
+  int64_t m = index.type.numel();
+  if (m == 0) return Values{x};
+  if (a[3].is_tensor() && a[3].value().rank() != 0)
+    throw std::runtime_error("index_fill_ only supports a 0-dimensional value tensor, but got tensor with " +
+                             std::to_string(a[3].value().rank()) + " dimension(s).");
+  Value v = b.broadcast_in_dim(b.convert(a[3].value(), x.dtype()), x.shape(), {});
+  if (x.rank() == 0) return Values{v};
+  int64_t dim = wrap_dim(a[1].i, x.rank()), n = x.shape()[dim];
+  Value iv = b.reshape(wrap_index(b, index, n), {m});
+  Type pair{DType::S64, {n, m}};
+  Value hit = b.compare(b.iota(pair, 0), b.broadcast_in_dim(iv, {n, m}, {1}), hlo::Cmp::EQ);
+  Value any = b.reduce(hit, b.constant(0, DType::Pred), {1}, "stablehlo.or");
+  return Values{b.select(b.broadcast_in_dim(any, x.shape(), {dim}), v, x)};
+});
+
+// take(self, index): self flattened, gathered at index (shaped like index).
+TT_RULE({"aten::take"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), index = a[1].value();
+  int64_t n = x.type.numel(), m = index.type.numel();
+  if (m == 0) return Values{full(b, 0, x.dtype(), index.shape())};
+  if (n == 0) throw std::out_of_range("take(): tried to take from an empty tensor");
+  Value flat = b.reshape(x, {n});
+  Value idx = b.reshape(wrap_index(b, index, n), {m, 1});
+  hlo::Builder::GatherDims dn;
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  return Values{b.reshape(b.gather(flat, idx, dn, {1}, {m}), index.shape())};
+});
+
+// put(self, index, source, accumulate): source written (or added) at the
+// flattened positions index.
+TT_RULE({"aten::put"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), index = a[1].value();
+  int64_t n = x.type.numel(), m = index.type.numel();
+  if (m == 0) return Values{x};
+  if (a[2].value().type.numel() != m)
+    throw std::out_of_range("put_(): Expected source and index to have the same number of elements, but got "
+                             "source.numel() = " + std::to_string(a[2].value().type.numel()) +
+                             ", index.numel() = " + std::to_string(m));
+  if (n == 0) throw std::out_of_range("put_(): Tried to put elements into an empty tensor");
+  Value src = b.reshape(b.convert(a[2].value(), x.dtype()), {m});
+  Value idx = b.reshape(wrap_index(b, index, n), {m});
+  Value r = scatter_along(b, b.reshape(x, {n}), idx, 0, src, a[3].b ? combiner("add") : nullptr);
+  return Values{b.reshape(r, x.shape())};
+});
+
 // ---- advanced indexing ------------------------------------------------------------
 
 struct AdvancedIndex {
@@ -197,18 +325,55 @@ TT_RULE({"aten::index.Tensor"}, [](Builder& b, const Args& a, const Context& c) 
   return Values{b.gather(x, ai.coords, dn, sizes, ai.result)};
 });
 
+// A lone boolean mask over the leading dims (x[mask] = v): the mask, else an
+// invalid Value.
+Value single_mask(const Values& indices) {
+  if (indices.size() != 1 || !indices[0].valid()) return Value{};
+  DType t = indices[0].dtype();
+  return t == DType::Pred || t == DType::U8 ? indices[0] : Value{};
+}
+
+std::vector<int64_t> iota_dims(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
 // index_put(self, indices, values, accumulate) and _index_put_impl(..., unsafe).
 TT_RULE({"aten::index_put", "aten::_index_put_impl"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
+  bool accumulate = a[3].b;
+  if (Value m = single_mask(a[1].tensors); m.valid() && a[2].value().type.numel() == 1) {
+    // x[mask] = v with one value: a select, no data-dependent shape.
+    for (int64_t d = 0; d < m.rank(); ++d)
+      if (d >= x.rank() || m.shape()[d] != x.shape()[d])
+        throw std::out_of_range("The shape of the mask " + hlo::i64_list(m.shape()) + " at index " +
+                                std::to_string(d) + " does not match the shape of the indexed tensor " +
+                                hlo::i64_list(x.shape()) + " at index " + std::to_string(d));
+    Value mask = b.broadcast_in_dim(b.compare(m, b.constant_int(0, m.dtype(), m.shape()), hlo::Cmp::NE),
+                                    x.shape(), iota_dims(m.rank()));
+    Value v = b.broadcast_in_dim(b.reshape(b.convert(a[2].value(), x.dtype()), {}), x.shape(), {});
+    if (accumulate) v = x.dtype() == DType::Pred ? b.or_(x, v) : b.add(x, v);
+    return Values{b.select(mask, v, x)};
+  }
   AdvancedIndex ai = advanced_index(b, x, a[1].tensors);
   if (numel(ai.result) == 0) return Values{x};
-  Value values = b.broadcast_to(b.convert(a[2].value(), x.dtype()), ai.result);
+  Value given = a[2].value();
+  bool fits = false;
+  try {
+    fits = broadcast_shapes({given.shape(), ai.result}) == ai.result;
+  } catch (const LoweringError&) {
+  }
+  if (!fits) {
+    throw std::runtime_error("shape mismatch: value tensor of shape " + hlo::i64_list(given.shape()) +
+                             " cannot be broadcast to indexing result of shape " + hlo::i64_list(ai.result));
+  }
+  Value values = b.broadcast_to(b.convert(given, x.dtype()), ai.result);
   hlo::Builder::ScatterDims dn;
   dn.update_window_dims = ai.window_positions;
   dn.inserted_window_dims = ai.indexed;
   dn.scatter_dims_to_operand_dims = ai.indexed;
   dn.index_vector_dim = static_cast<int64_t>(ai.batch.size());
-  bool accumulate = a[3].b;
   // The scatter's update dims must be ordered batch-dims-first when the
   // indexed dims are not adjacent; broadcast_to above already gives ai.result.
   return Values{b.scatter(x, ai.coords, values, dn, accumulate ? combiner("add") : nullptr)};
@@ -216,7 +381,6 @@ TT_RULE({"aten::index_put", "aten::_index_put_impl"}, [](Builder& b, const Args&
 
 // embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
 TT_RULE({"aten::embedding_dense_backward"}, [](Builder& b, const Args& a, const Context& c) {
-  if (a[4].b) throw LoweringError("embedding backward with scale_grad_by_freq is not supported on tpu yet");
   Value g = a[0].value(), idx = a[1].value();
   int64_t n = idx.type.numel(), num = a[2].i, padding = a[3].i;
   int64_t d = g.shape().back();
@@ -233,7 +397,19 @@ TT_RULE({"aten::embedding_dense_backward"}, [](Builder& b, const Args& a, const 
   dn.inserted_window_dims = {0};
   dn.scatter_dims_to_operand_dims = {0};
   dn.index_vector_dim = 1;
-  Value out = b.scatter(full(b, 0, acc, {num, d}), b.reshape(flat, {n, 1}), rows, dn, combiner("add"));
+  if (n == 0) return Values{full(b, 0, c.out().dtype, c.out().shape)};
+  Value coords = b.reshape(flat, {n, 1});
+  Value out = b.scatter(full(b, 0, acc, {num, d}), coords, rows, dn, combiner("add"));
+  if (a[4].b) {
+    // scale_grad_by_freq: each row's sum divided by how often its index occurs.
+    hlo::Builder::ScatterDims cn;
+    cn.inserted_window_dims = {0};
+    cn.scatter_dims_to_operand_dims = {0};
+    cn.index_vector_dim = 1;
+    Value counts = b.scatter(full(b, 0, acc, {num}), coords, full(b, 1, acc, {n}), cn, combiner("add"));
+    counts = b.max(counts, full(b, 1, acc, {num}));
+    out = b.div(out, b.broadcast_in_dim(counts, {num, d}, {0}));
+  }
   return Values{b.convert(out, c.out().dtype)};
 });
 

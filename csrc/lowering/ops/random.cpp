@@ -1,6 +1,10 @@
 // Random ops on the device's counter-based generator (random_bits.h): the
-// functional forms of uniform_, normal_, bernoulli_, random_, plus randperm
-// and native_dropout. All are registered with needs_rng.
+// functional forms of uniform_, normal_, bernoulli_, random_, exponential_,
+// geometric_, log_normal_, cauchy_, plus randperm, multinomial and
+// native_dropout. All are registered with needs_rng.
+#include <cmath>
+#include <limits>
+
 #include "lowering/helpers.h"
 #include "lowering/random_bits.h"
 
@@ -12,6 +16,9 @@ constexpr bool kRng = true;
 // aten::uniform(self, float from, float to, Generator?)
 TT_RULE({"aten::uniform"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& o = c.out();
+  if (a[1].d > a[2].d)  // checked by PyTorch's CPU kernel, not its meta kernel
+    throw std::runtime_error("uniform_ expects to return a [from, to) range, but found from=" +
+                             std::to_string(a[1].d) + " > to=" + std::to_string(a[2].d));
   DType ct = o.dtype == DType::F64 ? DType::F64 : DType::F32;
   Value u = uniform01(b, c, o.shape, ct);
   Value lo = b.constant(a[1].d, ct, o.shape), span = b.constant(a[2].d - a[1].d, ct, o.shape);
@@ -54,35 +61,105 @@ TT_RULE({"aten::bernoulli.p", "aten::bernoulli", "aten::bernoulli.Tensor"},
   return Values{b.convert(b.compare(u, p, hlo::Cmp::LT), o.dtype)};
 }, kRng);
 
-// Integers uniform in [lo, hi): 64 random bits reduced modulo the range.
-Value random_ints(Builder& b, const Context& c, const Shape& shape, Value lo, Value span, DType out) {
+// A u64 constant of any value (constant_int takes an int64).
+Value u64_constant(Builder& b, uint64_t v, const Shape& shape) {
+  Value hi = b.constant_int(static_cast<int64_t>(v >> 32), DType::U64, shape);
+  Value lo = b.constant_int(static_cast<int64_t>(v & 0xffffffffULL), DType::U64, shape);
+  return b.or_(b.binary("stablehlo.shift_left", hi, b.constant_int(32, DType::U64, shape)), lo);
+}
+
+// Integers uniform in [lo, lo + span) as s64 (wrapping), span in 1 .. 2^64
+// (span == 0 stands for 2^64): 64 random bits reduced modulo the span, as
+// PyTorch's CPU kernel does.
+Value random_ints(Builder& b, const Context& c, const Shape& shape, int64_t lo, uint64_t span) {
   auto [x0, x1] = threefry_bits(b, c.rng_seed, c.rng_offset, shape);
   Value hi64 = b.binary("stablehlo.shift_left", b.convert(x0, DType::U64), b.constant_int(32, DType::U64, shape));
   Value bits = b.or_(hi64, b.convert(x1, DType::U64));
-  Value r = b.binary("stablehlo.remainder", bits, b.convert(span, DType::U64));
-  return b.convert(b.add(b.convert(r, DType::S64), lo), out);
+  Value r = span == 0 ? bits : b.binary("stablehlo.remainder", bits, u64_constant(b, span, shape));
+  return b.add(b.bitcast_convert(r, DType::S64), b.constant_int(lo, DType::S64, shape));
 }
 
-// random.from(self, int from, int? to), random.to(self, int to), random(self)
+// The largest value random_ draws for a dtype when no `to` is given:
+// 2^digits for floats (every integer up to it is exact), the type's max else.
+int64_t random_max(DType t) {
+  switch (t) {
+    case DType::F64: return int64_t(1) << 53;
+    case DType::F32: return int64_t(1) << 24;
+    case DType::F16: return int64_t(1) << 11;
+    case DType::BF16: return int64_t(1) << 8;
+    case DType::Pred: return 1;
+    case DType::U64: return std::numeric_limits<int64_t>::max();
+    default:
+      return hlo::is_unsigned(t) ? static_cast<int64_t>((uint64_t(1) << hlo::bit_width(t)) - 1)
+                                 : static_cast<int64_t>((uint64_t(1) << (hlo::bit_width(t) - 1)) - 1);
+  }
+}
+
+// random.from(self, int from, int? to), random.to(self, int to), random(self):
+// uniform integers in [from, to), or [from, random_max] when to is None.
 TT_RULE({"aten::random.from", "aten::random.to", "aten::random"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& o = c.out();
-  int64_t lo = 0, hi = 0;
+  int64_t lo = 0;
+  __int128 hi_inclusive = 0;
   if (c.op == "aten::random.from") {
     lo = a[1].i;
-    if (a[2].is_none()) throw LoweringError("random_(from, None) is not supported on tpu yet");
-    hi = a[2].i;
+    hi_inclusive = a[2].is_none() ? random_max(o.dtype) : static_cast<__int128>(a[2].i) - 1;
   } else if (c.op == "aten::random.to") {
-    hi = a[1].i;
+    hi_inclusive = static_cast<__int128>(a[1].i) - 1;
   } else {
-    if (hlo::is_float(o.dtype)) hi = int64_t(1) << (o.dtype == DType::F64 ? 53 : o.dtype == DType::F32 ? 24 : 11);
-    else if (o.dtype == DType::Pred) hi = 2;
-    else hi = hlo::is_unsigned(o.dtype) ? (int64_t(1) << hlo::bit_width(o.dtype))
-                                         : (int64_t(1) << (hlo::bit_width(o.dtype) - 1));
+    hi_inclusive = random_max(o.dtype);
   }
-  if (hi <= lo) throw LoweringError("random_ expects 'from' to be less than 'to'");
-  Value r = random_ints(b, c, o.shape, b.constant_int(lo, DType::S64, o.shape),
-                        b.constant_int(hi - lo, DType::S64, o.shape), DType::S64);
+  if (hi_inclusive < lo) {
+    if (c.op == "aten::random.from" && a[2].is_none())
+      throw std::runtime_error("random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                               "casted to dtype, but got from=" + std::to_string(lo) +
+                               " > to_inc=" + std::to_string(static_cast<int64_t>(hi_inclusive)));
+    throw std::runtime_error("random_ expects 'from' to be less than 'to', but got from=" + std::to_string(lo) +
+                             " >= to=" + std::to_string(static_cast<int64_t>(hi_inclusive + 1)));
+  }
+  __int128 span = hi_inclusive - lo + 1;  // 1 .. 2^64
+  Value r = random_ints(b, c, o.shape, lo, static_cast<uint64_t>(span));  // 2^64 wraps to 0
   return Values{b.convert(r, o.dtype)};
+}, kRng);
+
+// exponential(self, lambd): -log(1 - u) / lambd.
+TT_RULE({"aten::exponential"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& o = c.out();
+  DType ct = o.dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value u = uniform01(b, c, o.shape, ct);
+  Value e = b.div(b.neg(b.unary("stablehlo.log_plus_one", b.neg(u))), b.constant(a[1].d, ct, o.shape));
+  return Values{b.convert(e, o.dtype)};
+}, kRng);
+
+// geometric(self, p): the number of Bernoulli(p) trials up to the first
+// success, ceil(log(1 - u) / log(1 - p)), at least 1.
+TT_RULE({"aten::geometric"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& o = c.out();
+  DType ct = o.dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value u = uniform01(b, c, o.shape, ct);
+  Value num = b.unary("stablehlo.log_plus_one", b.neg(u));
+  Value den = b.constant(std::log1p(-a[1].d), ct, o.shape);
+  Value k = b.max(b.unary("stablehlo.ceil", b.div(num, den)), b.constant(1, ct, o.shape));
+  return Values{b.convert(k, o.dtype)};
+}, kRng);
+
+// log_normal(self, mean, std): exp(mean + std * z).
+TT_RULE({"aten::log_normal"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& o = c.out();
+  DType ct = o.dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value z = standard_normal(b, c, o.shape, ct);
+  Value v = b.exp(b.add(b.constant(a[1].d, ct, o.shape), b.mul(z, b.constant(a[2].d, ct, o.shape))));
+  return Values{b.convert(v, o.dtype)};
+}, kRng);
+
+// cauchy(self, median, sigma): median + sigma * tan(pi * (u - 1/2)).
+TT_RULE({"aten::cauchy"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& o = c.out();
+  DType ct = o.dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value u = uniform01(b, c, o.shape, ct);
+  Value t = b.unary("chlo.tan", b.mul(b.constant(M_PI, ct, o.shape), b.sub(u, b.constant(0.5, ct, o.shape))));
+  Value v = b.add(b.constant(a[1].d, ct, o.shape), b.mul(t, b.constant(a[2].d, ct, o.shape)));
+  return Values{b.convert(v, o.dtype)};
 }, kRng);
 
 // randperm(n, dtype, ...): sort random keys and carry the iota along.

@@ -22,6 +22,7 @@ TT_RULE({"aten::cat"}, [](Builder& b, const Args& a, const Context& c) {
 
 TT_RULE({"aten::flip"}, [](Builder& b, const Args& a, const Context&) {
   Value x = a[0].value();
+  if (x.rank() == 0) return Values{x};
   return Values{b.reverse(x, wrap_dims(a[1].ints, x.rank()))};
 });
 
