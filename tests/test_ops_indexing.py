@@ -208,14 +208,40 @@ def test_masked_setitem_statement():
     torch.testing.assert_close(d.cpu(), x)
 
 
-@pytest.mark.xfail(strict=True, reason="index.Tensor's meta kernel calls nonzero, which raises NotImplementedError "
-                   "on meta tensors before the rule can decline (executor infer_types)")
-def test_bool_mask_index_falls_back_visibly(allow_fallback):
+MASK_READS = [
+    ("whole", lambda m: (m,)),
+    ("rows", lambda m: (m[:, 0],)),
+    ("cols_after_slice", lambda m: (slice(None), m[0])),
+    ("uint8_rows", lambda m: (m[:, 1].to(torch.uint8),)),
+    ("with_int_index", lambda m: (m[:, 2], 1)),
+]
+
+
+@pytest.mark.parametrize("name,make", MASK_READS, ids=[n for n, _ in MASK_READS])
+@pytest.mark.parametrize("dtype", (torch.float32, torch.int64, torch.bool))
+def test_bool_mask_read_is_native(name, make, dtype):
+    """x[mask]: one host count (as on CUDA), then a native gather."""
     import torch_tpu
-    x = torch.arange(6.0).reshape(2, 3)
-    m = x > 2
-    torch.testing.assert_close(x.to("tpu")[m.to("tpu")].cpu(), x[m])
-    assert torch_tpu.fallback_ops(), "boolean-mask indexing should go through the visible CPU fallback"
+    torch_tpu.reset_fallback_ops()
+    x = (torch.arange(20).reshape(4, 5) % 7).to(dtype)
+    m = torch.arange(20).reshape(4, 5) % 3 == 0
+    idx = make(m)
+    moved = tuple(i.to("tpu") if isinstance(i, torch.Tensor) else i for i in idx)
+    torch.testing.assert_close(x.to("tpu")[moved].cpu(), x[idx])
+    assert torch_tpu.fallback_ops() == {}
+
+
+def test_bool_mask_read_backward():
+    x = torch.randn(4, 5, requires_grad=True)
+    d = x.detach().to("tpu").requires_grad_()
+    for t in (x, d):
+        (t[t.detach() > 0] * 3).sum().backward()
+    torch.testing.assert_close(d.grad.cpu(), x.grad)
+
+
+def test_bool_mask_shape_mismatch_raises_like_cpu():
+    same_error(lambda t, m: t[m], torch.randn(3, 4), torch.tensor([True, False]))
+    same_error(lambda t, m: t[m], torch.randn(3, 4), torch.ones(3, 4, 2, dtype=torch.bool))
 
 
 def test_bad_index_args_raise_like_cpu():

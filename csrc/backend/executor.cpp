@@ -12,6 +12,7 @@
 
 #include "backend/cpu_fallback.h"
 #include "backend/generator.h"
+#include "backend/nonzero.h"
 #include "backend/tpu_device.h"
 #include "lowering/helpers.h"
 #include "lowering/view.h"
@@ -547,6 +548,15 @@ runtime::BufferPtr dense_buffer(const at::Tensor& t) {
 void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
+  {
+    // Boolean masks in advanced indexing have data-dependent shapes; they
+    // become integer indices first, except x[mask] = one value (a select).
+    c10::IValue* a = &(*stack)[stack->size() - n];
+    bool reads = plan.functional == "aten::index.Tensor";
+    bool writes = plan.functional == "aten::index_put" || plan.functional == "aten::_index_put_impl";
+    if ((reads || (writes && a[2].isTensor() && a[2].toTensor().numel() != 1)) && a[0].isTensor())
+      expand_bool_indices(a[0].toTensor(), a[1]);
+  }
   auto args = torch::jit::last(*stack, n);
 
   CallState st;

@@ -2,6 +2,8 @@
 // host reads one count (a synchronisation, as on CUDA), and the rest runs as
 // ordinary tpu programs: a stable sort moves the indices of non-zero
 // elements to the front, and the first `count` of them are kept.
+#include "backend/nonzero.h"
+
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -37,6 +39,44 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   at::Tensor idx = nonzero_flat(m, &count);
   return s.reshape({-1}).index_select(0, idx);
 }
+
+}  // namespace
+
+bool expand_bool_indices(const at::Tensor& self, c10::IValue& indices) {
+  if (!indices.isList()) return false;
+  bool any = false;
+  for (const c10::IValue& e : indices.toListRef())
+    if (e.isTensor() && (e.toTensor().scalar_type() == at::kBool || e.toTensor().scalar_type() == at::kByte))
+      any = true;
+  if (!any) return false;
+  c10::List<std::optional<at::Tensor>> out;
+  int64_t dim = 0;  // the dim of `self` the next index applies to
+  for (const c10::IValue& e : indices.toListRef()) {
+    if (!e.isTensor()) {
+      out.push_back(std::nullopt);
+      ++dim;
+      continue;
+    }
+    const at::Tensor& t = e.toTensor();
+    if (t.scalar_type() != at::kBool && t.scalar_type() != at::kByte) {
+      out.push_back(t);
+      ++dim;
+      continue;
+    }
+    TORCH_CHECK_INDEX(dim + t.dim() <= self.dim(), "too many indices for tensor of dimension ", self.dim());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      TORCH_CHECK_INDEX(t.size(d) == self.size(dim + d), "The shape of the mask ", t.sizes(), " at index ", d,
+                        " does not match the shape of the indexed tensor ", self.sizes(), " at index ", dim + d);
+    dim += t.dim();
+    // A k-d mask stands for k integer index tensors over the dims it covers.
+    at::Tensor nz = at::nonzero(t);
+    for (int64_t d = 0; d < t.dim(); ++d) out.push_back(nz.select(1, d));
+  }
+  indices = out;
+  return true;
+}
+
+namespace {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero);
