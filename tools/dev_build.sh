@@ -13,5 +13,6 @@ cmake --build "$BUILD" -j "${JOBS:-2}" 2>&1 | grep -E "error|warning: unused|Err
 test -f "$BUILD"/_C*.so || { echo "build failed" >&2; exit 1; }
 mkdir -p "$BUILD/pkg/torch_tpu"
 for f in "$ROOT"/torch_tpu/*.py; do ln -sf "$f" "$BUILD/pkg/torch_tpu/"; done
+for d in "$ROOT"/torch_tpu/*/; do ln -sfn "${d%/}" "$BUILD/pkg/torch_tpu/"; done
 cp -f "$BUILD"/_C*.so "$BUILD/pkg/torch_tpu/"
 echo "$BUILD/pkg"

@@ -31,6 +31,16 @@ _C._register_ops()
 
 __version__ = "0.1.0"
 
+import sys as _sys  # noqa: E402
+
+# An installed torch_tpu registers backend="tpu" through its
+# torch_dynamo_backends entry point; a source checkout on sys.path has none,
+# so register now if Dynamo is already loaded (else torch_tpu.compiler.register()).
+if "torch._dynamo" in _sys.modules:
+    from .compiler import register as _register_compiler
+
+    _register_compiler()
+
 
 def cache_info():
     """Program cache counters: hits, misses, compiles, entries, compile_seconds."""
@@ -66,3 +76,6 @@ def runtime_info():
 def lowered_ops():
     """Names of the ATen overloads with a native lowering rule."""
     return list(_C._rule_names())
+
+
+from .compiler import compile_stats, reset_compile_stats  # noqa: E402,F401

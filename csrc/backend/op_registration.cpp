@@ -76,7 +76,8 @@ void register_lowered_ops() {
     auto op = d.findOp(name);
     if (!op) continue;
     all.push_back(*op);
-    if (lowering::find_rule(full_name(name))) functional_by_base[name.name].push_back(*op);
+    const lowering::Rule* r = lowering::find_rule(full_name(name));
+    if (r && !r->graph_only) functional_by_base[name.name].push_back(*op);
   }
 
   auto find_functional = [&](const std::string& base, const c10::FunctionSchema& schema)
@@ -107,7 +108,9 @@ void register_lowered_ops() {
                    schema.arguments()[0].alias_info() && schema.arguments()[0].alias_info()->isWrite();
 
     std::string reg_name = name.substr(6);  // without "aten::"
-    if (const lowering::Rule* rule = lowering::find_rule(name); rule && !schema.is_mutable()) {
+    const lowering::Rule* rule = lowering::find_rule(name);
+    if (rule && rule->graph_only) continue;
+    if (rule && !schema.is_mutable()) {
       lib->impl(reg_name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
                                       std::make_unique<NativeKernel>(OpPlan{name, rule, Mode::Functional, {}})));
       g_registered.push_back(name + " (functional)");

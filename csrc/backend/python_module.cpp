@@ -7,6 +7,7 @@
 #include "backend/cpu_fallback.h"
 #include "backend/executor.h"
 #include "backend/generator.h"
+#include "backend/graph_bindings.h"
 #include "backend/op_registration.h"
 #include "backend/tpu_device.h"
 #include "lowering/rule.h"
@@ -51,6 +52,7 @@ py::dict runtime_info() {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
+  backend::bind_graph_executable(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);
   m.def("_device_count", [] { return rt().device_count(); });
@@ -83,7 +85,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_fallback_mode", &backend::set_fallback_mode);
   m.def("_fallback_mode", &backend::fallback_mode);
   m.def("_registered_ops", &backend::registered_ops);
-  m.def("_rule_names", &lowering::rule_names);
+  m.def("_rule_names", [] { return lowering::rule_names(false); });
+  m.def("_graph_rule_names", [] { return lowering::rule_names(true); });
   m.def("_default_generator", [](int d) {
     backend::runtime_for(d);
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(backend::default_generator(d)));

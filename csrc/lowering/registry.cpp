@@ -24,9 +24,10 @@ const Rule* find_rule(const std::string& name) {
   return it == table().end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> rule_names() {
+std::vector<std::string> rule_names(bool include_graph_only) {
   std::vector<std::string> names;
-  for (const auto& kv : table()) names.push_back(kv.first);
+  for (const auto& kv : table())
+    if (include_graph_only || !kv.second.graph_only) names.push_back(kv.first);
   return names;
 }
 

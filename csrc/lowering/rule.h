@@ -79,17 +79,29 @@ struct Rule {
   // then part of the cache key and rules may read their host values (Arg::d,
   // Arg::i, Arg::b). Otherwise only the runtime Value may be used.
   bool static_scalars = false;
+  // Only for whole-graph lowering (torch.compile, fused eager): view ops and
+  // factories that eager mode handles without a program (views alias
+  // storage; factories are empty + fill_). The eager executor never
+  // registers these.
+  bool graph_only = false;
 };
 
 // The table. Registration happens from static initializers in each rule file.
 void register_rule(const std::string& functional_name, Rule rule);
 const Rule* find_rule(const std::string& functional_name);
-std::vector<std::string> rule_names();
+// Eager-usable rules; with include_graph_only, also the graph-only ones.
+std::vector<std::string> rule_names(bool include_graph_only = false);
 
 struct Registrar {
   Registrar(std::initializer_list<const char*> names, RuleFn fn, bool needs_rng = false,
             bool static_scalars = false) {
     for (const char* n : names) register_rule(n, Rule{fn, needs_rng, static_scalars});
+  }
+};
+
+struct GraphRegistrar {
+  GraphRegistrar(std::initializer_list<const char*> names, RuleFn fn) {
+    for (const char* n : names) register_rule(n, Rule{fn, false, false, true});
   }
 };
 
@@ -106,3 +118,5 @@ class LoweringError : public std::runtime_error {
 #define TT_CONCAT(a, b) TT_CONCAT_INNER(a, b)
 // TT_RULE({"aten::neg", ...}, [](Builder& b, const Args& a, const Context& c) {...});
 #define TT_RULE(...) static ::tt::lowering::Registrar TT_CONCAT(tt_rule_, __LINE__)(__VA_ARGS__)
+// A rule used only inside whole graphs (see Rule::graph_only).
+#define TT_GRAPH_RULE(...) static ::tt::lowering::GraphRegistrar TT_CONCAT(tt_graph_rule_, __LINE__)(__VA_ARGS__)

@@ -1,0 +1,40 @@
+// One compiled graph (a torch.compile FX graph or a fused-eager cluster):
+// its StableHLO program, compiled once, run on tpu tensors.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "lowering/graph.h"
+#include "runtime/runtime.h"
+
+namespace tt::backend {
+
+class GraphExecutable {
+ public:
+  // Lowers and compiles `g`; `name` labels errors. Throws
+  // lowering::LoweringError when a node cannot be lowered, c10::Error when
+  // XLA refuses the program.
+  GraphExecutable(const lowering::Graph& g, std::string name);
+
+  // Runs on `inputs` (tpu tensors of the declared dtypes and shapes, any
+  // layout; CPU tensors are uploaded) and returns new contiguous tpu tensors.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
+
+  const std::string& module_text() const { return text_; }
+  double compile_seconds() const { return compile_seconds_; }
+  int64_t num_inputs() const { return static_cast<int64_t>(inputs_.size()); }
+
+ private:
+  std::string name_;
+  std::string text_;
+  std::vector<hlo::Type> inputs_, outputs_;
+  bool needs_rng_ = false;
+  int64_t rng_counters_ = 0;
+  runtime::ExecutablePtr exe_;
+  double compile_seconds_ = 0;
+};
+
+}  // namespace tt::backend

@@ -1,0 +1,70 @@
+"""One FX graph as a callable: a compiled program per input signature, or
+eager execution (op by op on tpu) when the graph cannot become a program."""
+import time
+
+import torch
+
+from .. import _C
+from . import stats
+from .graph_spec import GraphSpec, Unsupported
+
+
+def _signature(args):
+    sig = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            sig.append((tuple(a.shape), a.dtype, a.device.type))
+        elif isinstance(a, (int, float, bool)) or a is None:
+            sig.append(("v", a))
+        else:
+            sig.append(("o", type(a).__name__))
+    return tuple(sig)
+
+
+class CompiledGraph:
+    """Called by AOTAutograd with one list of arguments (boxed)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str):
+        self.gm = gm
+        self.name = name
+        self.programs = {}  # signature -> (GraphExecutable, GraphSpec) or None (runs eagerly)
+        stats.record_graph(name, gm)
+
+    def __call__(self, *args):
+        # Boxed (one list, which we may clear) or, where a wrapper dropped
+        # the _boxed_call flag, plain positional arguments. Graph inputs are
+        # tensors and numbers, never a list, so the two cannot be confused.
+        args = args[0] if len(args) == 1 and type(args[0]) is list else list(args)
+        sig = _signature(args)
+        entry = self.programs.get(sig, False)
+        if entry is False:
+            entry = self._compile(args, sig)
+        if entry is None:
+            return self._run_eager(args)
+        exe, spec = entry
+        inputs = [args[s] if isinstance(s, int) else s[1] for s in spec.input_slots]
+        args.clear()  # boxed convention: let the inputs die early
+        results = exe(inputs)
+        return [results[p[1]] if p[0] == "t" else p[1] for p in spec.output_plan]
+
+    def _compile(self, args, sig):
+        if self.programs:
+            stats.record_recompile(self.name)
+        t0 = time.perf_counter()
+        try:
+            spec = GraphSpec(self.gm, args)
+            exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs)
+        except (Unsupported, _C.LoweringError) as e:
+            stats.record_eager(self.name, str(e))
+            self.programs[sig] = None
+            return None
+        stats.record_compile(self.name, time.perf_counter() - t0, exe.compile_seconds, len(spec.nodes))
+        self.programs[sig] = (exe, spec)
+        return self.programs[sig]
+
+    def _run_eager(self, args):
+        out = self.gm(*args)
+        args.clear()
+        return list(out) if isinstance(out, (list, tuple)) else [out]

@@ -1,0 +1,74 @@
+"""The decompositions AOTAutograd applies while tracing for tpu: PyTorch's own
+decompositions, for exactly the ops that have no tpu lowering rule (an op with
+a rule stays whole: one rule is better than its pieces), plus a generic
+expansion of the _foreach_* ops into their per-tensor op."""
+import functools
+
+import torch
+from torch._decomp import core_aten_decompositions, decomposition_table
+
+from .graph_spec import graph_rules, op_name
+
+aten = torch.ops.aten
+
+
+def _foreach_decomposition(packet):
+    """_foreach_add.List(xs, ys, alpha=...) -> [aten.add(x, y, alpha=...)]."""
+    base_name = packet._qualified_op_name.split("::")[1][len("_foreach_"):]
+    if base_name.endswith("_"):
+        return None  # in-place forms are functionalised before they get here
+    base = getattr(aten, base_name, None)
+    if base is None:
+        return None
+
+    def decomp(*args, **kwargs):
+        n = next(len(a) for a in args if isinstance(a, (list, tuple)))
+        out = []
+        for i in range(n):
+            # A list argument contributes its i-th element; a Scalar or a
+            # (0-d) tensor argument is shared by every element.
+            elem = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
+            try:
+                out.append(base(*elem, **kwargs))
+            except (RuntimeError, TypeError):
+                # The per-tensor op takes some of these by keyword
+                # (_foreach_addcmul's `value` is positional, addcmul's is not).
+                out.append(_call_by_name(base, elem, kwargs))
+        return out
+
+    return decomp
+
+
+def _call_by_name(base, args, kwargs):
+    for overload in base.overloads():
+        schema = getattr(base, overload)._schema
+        positional = [a for a in schema.arguments if not a.kwarg_only]
+        if len(args) < len(positional):
+            continue
+        named = dict(kwargs)
+        named.update({a.name: v for a, v in zip(schema.arguments, args)})
+        try:
+            return getattr(base, overload)(**named)
+        except (RuntimeError, TypeError):
+            continue
+    raise RuntimeError(f"no overload of {base} takes {len(args)} arguments")
+
+
+@functools.lru_cache(maxsize=1)
+def tpu_decompositions():
+    rules = graph_rules()
+    table = {}
+    for source in (core_aten_decompositions(), decomposition_table):
+        for op, fn in source.items():
+            if isinstance(op, torch._ops.OpOverload) and op_name(op) not in rules and op not in table:
+                table[op] = fn
+    for name in dir(aten):
+        if not name.startswith("_foreach_"):
+            continue
+        packet = getattr(aten, name)
+        decomp = _foreach_decomposition(packet)
+        if decomp is None:
+            continue
+        for overload in packet.overloads():
+            table[getattr(packet, overload)] = decomp
+    return table

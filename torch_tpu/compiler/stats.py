@@ -1,0 +1,59 @@
+"""Counters for torch.compile(backend="tpu"): graphs, compiles, recompiles,
+graphs that run eagerly and why."""
+import threading
+
+_lock = threading.Lock()
+_stats = {}
+
+
+def _reset():
+    _stats.clear()
+    _stats.update(graphs=0, compiles=0, recompiles=0, compile_seconds=0.0, xla_compile_seconds=0.0,
+                  ops_compiled=0, eager_graphs={})
+
+
+_reset()
+
+
+def record_graph(name, gm):
+    with _lock:
+        _stats["graphs"] += 1
+
+
+def record_compile(name, seconds, xla_seconds, n_ops):
+    with _lock:
+        _stats["compiles"] += 1
+        _stats["compile_seconds"] += seconds
+        _stats["xla_compile_seconds"] += xla_seconds
+        _stats["ops_compiled"] += n_ops
+
+
+def record_recompile(name):
+    with _lock:
+        _stats["recompiles"] += 1
+
+
+def record_eager(name, reason):
+    import warnings
+    with _lock:
+        first = reason not in _stats["eager_graphs"].values()
+        _stats["eager_graphs"][name] = reason
+    if first:
+        warnings.warn(f"torch_tpu: graph {name} runs op by op (eagerly) on tpu: {reason}", stacklevel=3)
+
+
+def compile_stats():
+    """A copy of the counters: graphs (FX graphs handed to the backend),
+    compiles (programs built), recompiles (a graph compiled again for new
+    input shapes), compile_seconds (lowering + XLA), xla_compile_seconds,
+    ops_compiled, and eager_graphs ({graph: reason} for graphs that could not
+    become one program and run op by op instead)."""
+    with _lock:
+        s = dict(_stats)
+        s["eager_graphs"] = dict(_stats["eager_graphs"])
+        return s
+
+
+def reset_compile_stats():
+    with _lock:
+        _reset()
