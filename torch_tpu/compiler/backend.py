@@ -8,7 +8,14 @@ _registered = False
 def _compiler(kind):
     def compile_graph(gm, example_inputs):
         from .compiled_graph import CompiledGraph
-        return CompiledGraph(gm, f"{kind}_{next(_counter)}")
+        graph = CompiledGraph(gm, f"{kind}_{next(_counter)}")
+
+        def run(args):
+            return graph(args)
+
+        run._boxed_call = True  # AOTAutograd passes one list that we may clear
+        run.graph = graph
+        return run
     return compile_graph
 
 

@@ -54,10 +54,59 @@ def _call_by_name(base, args, kwargs):
     raise RuntimeError(f"no overload of {base} takes {len(args)} arguments")
 
 
+def _factory_kwargs(kwargs):
+    return {k: kwargs[k] for k in ("dtype", "layout", "device", "pin_memory") if k in kwargs}
+
+
+# Random factories are empty + an in-place random op in eager mode; in a
+# graph they become the functional random op on a fresh tensor, drawing the
+# same counters.
+def _rand(size, **kw):
+    return aten.uniform(aten.empty(size, **_factory_kwargs(kw)), 0.0, 1.0, generator=kw.get("generator"))
+
+
+def _rand_like(x, **kw):
+    return aten.uniform(aten.empty_like(x, **_factory_kwargs(kw)), 0.0, 1.0)
+
+
+def _randn(size, **kw):
+    return aten.normal_functional(aten.empty(size, **_factory_kwargs(kw)), 0.0, 1.0, generator=kw.get("generator"))
+
+
+def _randn_like(x, **kw):
+    return aten.normal_functional(aten.empty_like(x, **_factory_kwargs(kw)), 0.0, 1.0)
+
+
+def _randint_low(low, high, size, **kw):
+    kw.setdefault("dtype", torch.int64)
+    return aten.random(aten.empty(size, **_factory_kwargs(kw)), low, high, generator=kw.get("generator"))
+
+
+def _randint(high, size, **kw):
+    return _randint_low(0, high, size, **kw)
+
+
+def _randint_like(x, high, **kw):
+    return aten.random(aten.empty_like(x, **_factory_kwargs(kw)), 0, high)
+
+
+def _randint_like_low(x, low, high, **kw):
+    return aten.random(aten.empty_like(x, **_factory_kwargs(kw)), low, high)
+
+
+_RANDOM_FACTORIES = {
+    aten.rand.default: _rand, aten.rand.generator: _rand, aten.rand_like.default: _rand_like,
+    aten.randn.default: _randn, aten.randn.generator: _randn, aten.randn_like.default: _randn_like,
+    aten.randint.default: _randint, aten.randint.generator: _randint, aten.randint.low: _randint_low,
+    aten.randint.low_generator: _randint_low, aten.randint_like.default: _randint_like,
+    aten.randint_like.low_dtype: _randint_like_low,
+}
+
+
 @functools.lru_cache(maxsize=1)
 def tpu_decompositions():
     rules = graph_rules()
-    table = {}
+    table = dict(_RANDOM_FACTORIES)
     for source in (core_aten_decompositions(), decomposition_table):
         for op, fn in source.items():
             if isinstance(op, torch._ops.OpOverload) and op_name(op) not in rules and op not in table:
