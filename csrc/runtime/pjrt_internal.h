@@ -50,6 +50,8 @@ struct Api {
   PJRT_Executable_NumOutputs_Fn* Executable_NumOutputs = nullptr;
   PJRT_Executable_OutputElementTypes_Fn* Executable_OutputElementTypes = nullptr;
   PJRT_Executable_OutputDimensions_Fn* Executable_OutputDimensions = nullptr;
+  PJRT_Executable_Serialize_Fn* Executable_Serialize = nullptr;                    // optional
+  PJRT_Executable_DeserializeAndLoad_Fn* Executable_DeserializeAndLoad = nullptr;  // optional
   PJRT_LoadedExecutable_Destroy_Fn* LoadedExecutable_Destroy = nullptr;
   PJRT_LoadedExecutable_GetExecutable_Fn* LoadedExecutable_GetExecutable = nullptr;
   PJRT_LoadedExecutable_Execute_Fn* LoadedExecutable_Execute = nullptr;

@@ -1,5 +1,6 @@
 // Runtime: the process-wide PJRT client, its devices, compilation, host
 // transfers and the project's own memory accounting.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <mutex>
 #include <sstream>
 
+#include "runtime/compile_cache.h"
 #include "runtime/pjrt_internal.h"
+#include "runtime/sha256.h"
 
 namespace tt::runtime {
 
@@ -155,7 +158,43 @@ struct Runtime::State {
   std::vector<int64_t> capacity;
   std::vector<std::string> kinds, descriptions;
   bool is_cpu = false;
+  std::unique_ptr<CompileCache> cache;
+  // Everything a compile cache key holds besides the program text, hashed
+  // once; a key is this state updated with the text.
+  Sha256 key_prefix;
+  std::atomic<bool> serialize_failed{false};  // the plugin refused once: stop trying
 };
+
+namespace {
+
+// Appends a length-prefixed field, so that no two field lists hash alike.
+void HashField(Sha256& h, const std::string& s) {
+  uint64_t n = s.size();
+  h.Update(&n, sizeof(n));
+  h.Update(s);
+}
+
+// What makes a serialized executable valid to load: this key format, the
+// plugin file (path, size, modification time), its PJRT API version,
+// platform and version, attributes, the device kind, and our compile options.
+Sha256 CacheKeyPrefix(const PluginInfo& info, const std::string& device_kind, const std::string& options) {
+  Sha256 h;
+  HashField(h, "torch_tpu compile cache key 1");
+  HashField(h, info.path);
+  struct stat st;
+  if (::stat(info.path.c_str(), &st) == 0)
+    HashField(h, std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                     std::to_string(st.st_mtim.tv_nsec));
+  HashField(h, std::to_string(info.api_major) + "." + std::to_string(info.api_minor));
+  HashField(h, info.platform_name);
+  HashField(h, info.platform_version);
+  for (const auto& a : info.attributes) HashField(h, a.first + "=" + a.second);
+  HashField(h, device_kind);
+  HashField(h, options);
+  return h;
+}
+
+}  // namespace
 
 Runtime& Runtime::Get() {
   if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) return *r;
@@ -271,6 +310,9 @@ void Runtime::Init() {
     state_->capacity.push_back(cap);
   }
 
+  state_->cache = std::make_unique<CompileCache>(CompileCacheConfig::FromEnv());
+  state_->key_prefix = CacheKeyPrefix(info_, state_->kinds.empty() ? "" : state_->kinds[0], CompileOptionsBytes());
+
   if (LogEnabled()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr,
@@ -281,7 +323,17 @@ void Runtime::Init() {
                  info_.header_minor, info_.platform_name.c_str(), info_.platform_version.c_str(), n, ms);
     for (const auto& a : info_.attributes)
       std::fprintf(stderr, "[torch_tpu]   attribute %s = %s\n", a.first.c_str(), a.second.c_str());
+    const auto& cc = state_->cache->config();
+    std::fprintf(stderr, "[torch_tpu]   compile cache: %s (%s)%s\n", cc.enabled ? cc.dir.c_str() : "off",
+                 cc.source.c_str(), can_serialize() ? "" : "; the plugin cannot serialize executables");
   }
+}
+
+CompileCache& Runtime::compile_cache() const { return *state_->cache; }
+
+bool Runtime::can_serialize() const {
+  return state_->api->Executable_Serialize && state_->api->Executable_DeserializeAndLoad &&
+         !state_->serialize_failed.load(std::memory_order_relaxed);
 }
 
 Runtime::~Runtime() {
@@ -400,6 +452,35 @@ BufferPtr Runtime::CopyToDevice(const Buffer& src, int device) {
 
 ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
   const auto& api = *state_->api;
+  CompileCache& cache = *state_->cache;
+  const bool use_disk = cache.enabled() && can_serialize();
+  Digest key{};
+  if (use_disk) {
+    Sha256 h = state_->key_prefix;
+    HashField(h, mlir_text);
+    key = h.Final();
+    std::string payload;
+    if (cache.Get(key, &payload) == CompileCache::Lookup::Found) {
+      auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
+      d.client = static_cast<PJRT_Client*>(client_);
+      d.serialized_executable = payload.data();
+      d.serialized_executable_size = payload.size();
+      try {
+        detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
+        ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
+        cache.RecordHit();
+        return exe;
+      } catch (const Error& e) {
+        // A checksummed entry the plugin will not load (another plugin build
+        // with the same version string, say): compile and replace it.
+        cache.RecordUnusable();
+        if (detail::LogEnabled())
+          std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", cache.EntryPath(key).c_str(),
+                       e.what());
+      }
+    }
+  }
+
   static const char kFormat[] = "mlir";
   auto prog = TT_ARGS(PJRT_Program);
   prog.code = const_cast<char*>(mlir_text.data());
@@ -413,10 +494,20 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
   c.compile_options = opts.data();
   c.compile_options_size = opts.size();
   detail::ThrowIfError(api, api.Client_Compile(&c), "PJRT_Client_Compile");
-  auto exe = std::make_shared<Executable>(c.executable, 0);  // owns it from here
+  std::string serialized;
+  ExecutablePtr exe = WrapLoaded(c.executable, /*from_disk=*/false, use_disk ? &serialized : nullptr);
+  if (!serialized.empty()) cache.Put(key, serialized);
+  return exe;
+}
+
+ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string* serialized) {
+  const auto& api = *state_->api;
+  auto* loaded = static_cast<PJRT_LoadedExecutable*>(loaded_ptr);
+  auto exe = std::make_shared<Executable>(loaded, 0);  // owns it from here
+  exe->from_disk_ = from_disk;
 
   auto ge = TT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args);
-  ge.loaded_executable = c.executable;
+  ge.loaded_executable = loaded;
   detail::ThrowIfError(api, api.LoadedExecutable_GetExecutable(&ge), "PJRT_LoadedExecutable_GetExecutable");
   struct ExeGuard {
     const detail::Api& api;
@@ -451,6 +542,24 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
     exe->out_types_.push_back(static_cast<ElementType>(t));
     exe->out_dims_.emplace_back(od.dims + pos, od.dims + pos + od.dim_sizes[i]);
     pos += od.dim_sizes[i];
+  }
+
+  if (serialized) {
+    serialized->clear();
+    auto sa = TT_ARGS(PJRT_Executable_Serialize_Args);
+    sa.executable = ge.executable;
+    std::string msg;
+    if (int code = detail::SwallowError(api, api.Executable_Serialize(&sa), &msg)) {
+      // Typically UNIMPLEMENTED: the plugin cannot serialize; stop asking.
+      state_->serialize_failed.store(true, std::memory_order_relaxed);
+      if (detail::LogEnabled())
+        std::fprintf(stderr, "[torch_tpu] compile cache off: PJRT_Executable_Serialize failed [%d]: %s\n", code,
+                     msg.c_str());
+    } else {
+      if (sa.serialized_bytes) serialized->assign(sa.serialized_bytes, sa.serialized_bytes_size);
+      if (sa.serialized_executable_deleter && sa.serialized_executable)
+        sa.serialized_executable_deleter(sa.serialized_executable);
+    }
   }
   return exe;
 }

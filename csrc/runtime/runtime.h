@@ -51,6 +51,7 @@ struct PluginInfo {
 class Buffer;
 class Executable;
 class Runtime;
+class CompileCache;
 
 // A host-visible completion event. Await() blocks; destroyed events are freed.
 class Event {
@@ -109,9 +110,13 @@ class Executable {
   int num_outputs() const { return num_outputs_; }
   std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device) const;
   void* raw() const { return loaded_; }
+  // True when Runtime::Compile loaded it from the persistent compile cache
+  // instead of compiling.
+  bool from_disk() const { return from_disk_; }
  private:
   void* loaded_;
   int num_outputs_;
+  bool from_disk_ = false;
   std::vector<ElementType> out_types_;
   std::vector<std::vector<int64_t>> out_dims_;
   friend class Runtime;
@@ -138,7 +143,17 @@ class Runtime {
   // Copies a buffer to another device.
   BufferPtr CopyToDevice(const Buffer& src, int device);
   // Compiles StableHLO text (MLIR) for any device (portable executable).
+  // Goes through the persistent compile cache (compile_cache.h) when it is on
+  // and the plugin can serialize executables: a valid entry is loaded instead
+  // of compiling; otherwise the program is compiled and its serialization
+  // stored. Cache problems never fail a compile.
   ExecutablePtr Compile(const std::string& mlir_text);
+  // The persistent compile cache (configured from the environment at init;
+  // enabled() is false when it is off).
+  CompileCache& compile_cache() const;
+  // Whether the plugin can serialize and load executables (else the cache
+  // stores nothing).
+  bool can_serialize() const;
 
   // The project's own memory accounting: bytes of live Buffers per device
   // (every Buffer counts from construction to destruction), and the peak.
@@ -161,6 +176,10 @@ class Runtime {
   // Throws the out-of-memory Error when `bytes` more would pass the capacity.
   void CheckCapacity(int device, int64_t bytes) const;
   void Account(int device, int64_t bytes, int64_t buffers);  // Buffer ctor/dtor
+  // Takes ownership of a PJRT_LoadedExecutable and reads its output
+  // signature; with `serialized`, also serializes it there ("" if the plugin
+  // cannot).
+  ExecutablePtr WrapLoaded(void* loaded, bool from_disk, std::string* serialized);
   struct State;                         // accounting, device strings (runtime.cpp)
   State* state_ = nullptr;
   PluginInfo info_;
