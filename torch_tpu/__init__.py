@@ -39,7 +39,8 @@ def cache_info():
     compile_seconds count XLA compilations. Persistent compile cache (this
     process): disk_hits (programs loaded from disk instead of compiled),
     disk_misses, disk_rejected (corrupt or mismatched entries, ignored and
-    replaced), disk_writes, disk_evictions, disk_load_seconds; and the folder's
+    replaced), disk_writes, disk_evictions, disk_load_seconds,
+    disk_store_seconds; and the folder's
     current disk_bytes and disk_entries."""
     return _C._cache_info()
 

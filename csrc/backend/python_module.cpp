@@ -65,6 +65,7 @@ void add_disk_cache_info(py::dict& d) {
   d["disk_bytes"] = bytes;
   d["disk_entries"] = entries;
   d["disk_load_seconds"] = s.load_seconds;
+  d["disk_store_seconds"] = s.store_seconds;
 }
 
 }  // namespace

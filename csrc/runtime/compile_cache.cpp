@@ -262,19 +262,32 @@ CompileCache::Lookup CompileCache::Get(const Digest& key, std::string* payload) 
   return result;
 }
 
-void CompileCache::RecordHit() {
+void CompileCache::RecordHit(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.hits += 1;
+  stats_.load_seconds += seconds;
 }
 
-void CompileCache::RecordUnusable() {
+void CompileCache::RecordUnusable(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
+  stats_.load_seconds += seconds;
   stats_.misses += 1;
   stats_.rejected += 1;
 }
 
-void CompileCache::Put(const Digest& key, const std::string& payload) {
+void CompileCache::Put(const Digest& key, const std::string& payload, double seconds) {
   if (!enabled()) return;
+  auto t0 = std::chrono::steady_clock::now();
+  struct Timer {  // adds this call's time to store_seconds on every return path
+    CompileCache* c;
+    std::chrono::steady_clock::time_point t0;
+    double extra;
+    ~Timer() {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() + extra;
+      std::lock_guard<std::mutex> lock(c->mu_);
+      c->stats_.store_seconds += s;
+    }
+  } timer{this, t0, seconds};
   const int64_t total = static_cast<int64_t>(kHeaderSize + payload.size());
   if (total > config_.max_bytes) return;  // could never fit under the cap
   const std::string path = EntryPath(key);

@@ -46,7 +46,8 @@ struct CompileCacheStats {
   int64_t write_errors = 0;
   int64_t evictions = 0;  // entries deleted to respect the cap
   int64_t bytes_read = 0, bytes_written = 0;
-  double load_seconds = 0;  // reading and verifying entries
+  double load_seconds = 0;   // reading and verifying entries, and the caller's loading of them
+  double store_seconds = 0;  // producing, writing and evicting entries
 };
 
 class CompileCache {
@@ -61,12 +62,14 @@ class CompileCache {
   // misses; Found counts nothing until the caller reports how it went
   // (RecordHit, or RecordUnusable when the payload could not be loaded).
   Lookup Get(const Digest& key, std::string* payload);
-  void RecordHit();
-  void RecordUnusable();
+  // `seconds`: how long the caller took to load the payload.
+  void RecordHit(double seconds = 0);
+  void RecordUnusable(double seconds = 0);
   // Stores `payload` under `key` (atomically replacing any old entry), then
   // evicts least recently used entries past the cap. Never throws: a failed
-  // write is counted and logged under TORCH_TPU_LOG.
-  void Put(const Digest& key, const std::string& payload);
+  // write is counted and logged under TORCH_TPU_LOG. `seconds`: how long the
+  // caller took to produce the payload (counted in store_seconds).
+  void Put(const Digest& key, const std::string& payload, double seconds = 0);
 
   // Scans the folder: the bytes and number of entries now on disk.
   void Usage(int64_t* bytes, int64_t* entries) const;

@@ -465,15 +465,17 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
       d.client = static_cast<PJRT_Client*>(client_);
       d.serialized_executable = payload.data();
       d.serialized_executable_size = payload.size();
+      auto t0 = std::chrono::steady_clock::now();
+      auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
       try {
         detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
         ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
-        cache.RecordHit();
+        cache.RecordHit(since());
         return exe;
       } catch (const Error& e) {
         // A checksummed entry the plugin will not load (another plugin build
         // with the same version string, say): compile and replace it.
-        cache.RecordUnusable();
+        cache.RecordUnusable(since());
         if (detail::LogEnabled())
           std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", cache.EntryPath(key).c_str(),
                        e.what());
@@ -495,12 +497,15 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
   c.compile_options_size = opts.size();
   detail::ThrowIfError(api, api.Client_Compile(&c), "PJRT_Client_Compile");
   std::string serialized;
-  ExecutablePtr exe = WrapLoaded(c.executable, /*from_disk=*/false, use_disk ? &serialized : nullptr);
-  if (!serialized.empty()) cache.Put(key, serialized);
+  double serialize_seconds = 0;
+  ExecutablePtr exe = WrapLoaded(c.executable, /*from_disk=*/false, use_disk ? &serialized : nullptr,
+                                 &serialize_seconds);
+  if (!serialized.empty()) cache.Put(key, serialized, serialize_seconds);
   return exe;
 }
 
-ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string* serialized) {
+ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string* serialized,
+                                  double* serialize_seconds) {
   const auto& api = *state_->api;
   auto* loaded = static_cast<PJRT_LoadedExecutable*>(loaded_ptr);
   auto exe = std::make_shared<Executable>(loaded, 0);  // owns it from here
@@ -545,6 +550,7 @@ ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string*
   }
 
   if (serialized) {
+    auto t0 = std::chrono::steady_clock::now();
     serialized->clear();
     auto sa = TT_ARGS(PJRT_Executable_Serialize_Args);
     sa.executable = ge.executable;
@@ -560,6 +566,8 @@ ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string*
       if (sa.serialized_executable_deleter && sa.serialized_executable)
         sa.serialized_executable_deleter(sa.serialized_executable);
     }
+    if (serialize_seconds)
+      *serialize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return exe;
 }

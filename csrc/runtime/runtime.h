@@ -178,8 +178,9 @@ class Runtime {
   void Account(int device, int64_t bytes, int64_t buffers);  // Buffer ctor/dtor
   // Takes ownership of a PJRT_LoadedExecutable and reads its output
   // signature; with `serialized`, also serializes it there ("" if the plugin
-  // cannot).
-  ExecutablePtr WrapLoaded(void* loaded, bool from_disk, std::string* serialized);
+  // cannot), taking `*serialize_seconds`.
+  ExecutablePtr WrapLoaded(void* loaded, bool from_disk, std::string* serialized,
+                           double* serialize_seconds = nullptr);
   struct State;                         // accounting, device strings (runtime.cpp)
   State* state_ = nullptr;
   PluginInfo info_;
