@@ -140,6 +140,7 @@ enum {
   TT_PJRT_SLOT_Event_IsReady = 6,
   TT_PJRT_SLOT_Event_Error = 7,
   TT_PJRT_SLOT_Event_Await = 8,
+  TT_PJRT_SLOT_Event_OnReady = 9,
   TT_PJRT_SLOT_Client_Create = 10,
   TT_PJRT_SLOT_Client_Destroy = 11,
   TT_PJRT_SLOT_Client_PlatformName = 12,
@@ -276,6 +277,19 @@ typedef struct PJRT_Event_Await_Args {
 } PJRT_Event_Await_Args;
 #define PJRT_Event_Await_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_Event_Await_Args, event)
 typedef PJRT_Error* PJRT_Event_Await_Fn(PJRT_Event_Await_Args* args);
+
+/* `callback` owns `error` (NULL on success) and must destroy it; it may run
+ * on a plugin thread, or at once inside PJRT_Event_OnReady. */
+typedef void (*PJRT_Event_OnReadyCallback)(PJRT_Error* error, void* user_arg);
+typedef struct PJRT_Event_OnReady_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Event* event;
+  PJRT_Event_OnReadyCallback callback;
+  void* user_arg;
+} PJRT_Event_OnReady_Args;
+#define PJRT_Event_OnReady_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_Event_OnReady_Args, user_arg)
+typedef PJRT_Error* PJRT_Event_OnReady_Fn(PJRT_Event_OnReady_Args* args);
 
 /* --------------------------------- client --------------------------------- */
 typedef struct PJRT_Client_Create_Args {

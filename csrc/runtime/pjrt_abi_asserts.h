@@ -82,6 +82,13 @@ TT_ABI_ASSERT(offsetof(PJRT_Event_Await_Args, struct_size) == 0, "PJRT_Event_Awa
 TT_ABI_ASSERT(offsetof(PJRT_Event_Await_Args, extension_start) == 8, "PJRT_Event_Await_Args.extension_start");
 TT_ABI_ASSERT(offsetof(PJRT_Event_Await_Args, event) == 16, "PJRT_Event_Await_Args.event");
 TT_ABI_ASSERT(sizeof(PJRT_Event_Await_Args) == 24, "sizeof(PJRT_Event_Await_Args)");
+/* PJRT_Event_OnReady_Args */
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, struct_size) == 0, "PJRT_Event_OnReady_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, extension_start) == 8, "PJRT_Event_OnReady_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, event) == 16, "PJRT_Event_OnReady_Args.event");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, callback) == 24, "PJRT_Event_OnReady_Args.callback");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, user_arg) == 32, "PJRT_Event_OnReady_Args.user_arg");
+TT_ABI_ASSERT(sizeof(PJRT_Event_OnReady_Args) == 40, "sizeof(PJRT_Event_OnReady_Args)");
 /* PJRT_Client_Create_Args */
 TT_ABI_ASSERT(offsetof(PJRT_Client_Create_Args, struct_size) == 0, "PJRT_Client_Create_Args.struct_size");
 TT_ABI_ASSERT(offsetof(PJRT_Client_Create_Args, extension_start) == 8, "PJRT_Client_Create_Args.extension_start");
@@ -391,6 +398,7 @@ TT_ABI_ASSERT(PJRT_Event_Await_Args_STRUCT_SIZE == 24, "PJRT_Event_Await_Args_ST
 TT_ABI_ASSERT(PJRT_Event_Destroy_Args_STRUCT_SIZE == 24, "PJRT_Event_Destroy_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Event_Error_Args_STRUCT_SIZE == 24, "PJRT_Event_Error_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Event_IsReady_Args_STRUCT_SIZE == 25, "PJRT_Event_IsReady_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_Event_OnReady_Args_STRUCT_SIZE == 40, "PJRT_Event_OnReady_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE == 72, "PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_Destroy_Args_STRUCT_SIZE == 24, "PJRT_Executable_Destroy_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_NumOutputs_Args_STRUCT_SIZE == 32, "PJRT_Executable_NumOutputs_Args_STRUCT_SIZE");
@@ -424,6 +432,7 @@ TT_ABI_ASSERT(TT_PJRT_SLOT_Event_Destroy == 5, "slot of PJRT_Event_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Event_IsReady == 6, "slot of PJRT_Event_IsReady");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Event_Error == 7, "slot of PJRT_Event_Error");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Event_Await == 8, "slot of PJRT_Event_Await");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Event_OnReady == 9, "slot of PJRT_Event_OnReady");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Client_Create == 10, "slot of PJRT_Client_Create");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Client_Destroy == 11, "slot of PJRT_Client_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Client_PlatformName == 12, "slot of PJRT_Client_PlatformName");

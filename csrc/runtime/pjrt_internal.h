@@ -33,6 +33,7 @@ struct Api {
   PJRT_Event_IsReady_Fn* Event_IsReady = nullptr;
   PJRT_Event_Error_Fn* Event_Error = nullptr;
   PJRT_Event_Await_Fn* Event_Await = nullptr;
+  PJRT_Event_OnReady_Fn* Event_OnReady = nullptr;  // optional
   PJRT_Client_Create_Fn* Client_Create = nullptr;
   PJRT_Client_Destroy_Fn* Client_Destroy = nullptr;
   PJRT_Client_PlatformName_Fn* Client_PlatformName = nullptr;

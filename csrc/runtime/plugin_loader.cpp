@@ -153,6 +153,7 @@ void ResolveAll(Api& a) {
   Resolve(r, TT_PJRT_SLOT_Event_IsReady, a.Event_IsReady);
   Resolve(r, TT_PJRT_SLOT_Event_Error, a.Event_Error);
   Resolve(r, TT_PJRT_SLOT_Event_Await, a.Event_Await);
+  Resolve(r, TT_PJRT_SLOT_Event_OnReady, a.Event_OnReady);
   Resolve(r, TT_PJRT_SLOT_Client_Create, a.Client_Create);
   Resolve(r, TT_PJRT_SLOT_Client_Destroy, a.Client_Destroy);
   Resolve(r, TT_PJRT_SLOT_Client_PlatformName, a.Client_PlatformName);

@@ -405,7 +405,8 @@ void Runtime::CheckCapacity(int device, int64_t bytes) const {
   }
 }
 
-BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device) {
+BufferPtr Runtime::StartFromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                                 bool until_transfer_completes, void** done_event) {
   const auto& api = *state_->api;
   CheckDevice(device);
   if (element_size(t) == 0) throw Error(3, "FromHost: invalid element type");
@@ -426,14 +427,74 @@ BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<i
   a.type = static_cast<PJRT_Buffer_Type>(t);
   a.dims = dims.data();
   a.num_dims = dims.size();
-  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.host_buffer_semantics = until_transfer_completes ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                                                     : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = static_cast<PJRT_Device*>(devices_[device]);
   detail::ThrowIfError(api, api.Client_BufferFromHostBuffer(&a), "PJRT_Client_BufferFromHostBuffer");
-  auto buf = std::make_shared<Buffer>(a.buffer, t, dims, device);
+  *done_event = a.done_with_host_buffer;
+  try {
+    return std::make_shared<Buffer>(a.buffer, t, dims, device);
+  } catch (...) {
+    detail::AwaitAndDestroyEvent(api, a.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer (host copy)");
+    throw;
+  }
+}
+
+BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device) {
+  void* done = nullptr;
+  BufferPtr buf = StartFromHost(data, t, dims, device, /*until_transfer_completes=*/false, &done);
   // The data was copied during the call; the event is (or soon will be)
   // ready. Await it so the "host memory may be reused" promise holds even
   // for a plugin that finishes the copy late.
-  detail::AwaitAndDestroyEvent(api, a.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer (host copy)");
+  detail::AwaitAndDestroyEvent(*state_->api, static_cast<PJRT_Event*>(done),
+                               "PJRT_Client_BufferFromHostBuffer (host copy)");
+  return buf;
+}
+
+namespace {
+// Held by a pending host-to-device transfer until the plugin is done reading.
+struct HostKeepAlive {
+  const detail::Api* api;
+  std::shared_ptr<void> owner;
+};
+void ReleaseHostMemory(PJRT_Error* error, void* arg) {
+  auto* k = static_cast<HostKeepAlive*>(arg);
+  // A failed transfer also fails the buffer: the error surfaces where the
+  // buffer is used; here it is only freed.
+  detail::SwallowError(*k->api, error);
+  delete k;
+}
+}  // namespace
+
+bool Runtime::host_copy_in_call() const { return state_->is_cpu; }
+
+BufferPtr Runtime::FromHostAsync(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                                 std::shared_ptr<void> keep_alive) {
+  const auto& api = *state_->api;
+  void* done_ptr = nullptr;
+  BufferPtr buf = StartFromHost(data, t, dims, device, /*until_transfer_completes=*/true, &done_ptr);
+  auto* done = static_cast<PJRT_Event*>(done_ptr);
+  if (!done) return buf;  // the plugin finished with the host memory during the call
+  if (api.Event_OnReady) {
+    auto* k = new HostKeepAlive{&api, std::move(keep_alive)};
+    auto r = TT_ARGS(PJRT_Event_OnReady_Args);
+    r.event = done;
+    r.callback = &ReleaseHostMemory;
+    r.user_arg = k;
+    PJRT_Error* err = api.Event_OnReady(&r);
+    if (!err) {
+      // The callback holds its own reference to the completion; the event
+      // handle itself is ours to destroy now (as XLA's own C API client does).
+      auto d = TT_ARGS(PJRT_Event_Destroy_Args);
+      d.event = done;
+      detail::SwallowError(api, api.Event_Destroy(&d));
+      return buf;
+    }
+    detail::SwallowError(api, err);
+    keep_alive = std::move(k->owner);
+    delete k;
+  }
+  detail::AwaitAndDestroyEvent(api, done, "PJRT_Client_BufferFromHostBuffer (host copy)");
   return buf;
 }
 
