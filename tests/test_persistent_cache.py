@@ -48,7 +48,8 @@ def run_workload(cache_dir, **env_overrides):
     if cache_dir is not None:
         env["TORCH_TPU_CACHE_DIR"] = str(cache_dir)
     env.update(env_overrides)
-    proc = subprocess.run([sys.executable, "-c", WORKLOAD], capture_output=True, text=True, env=env, timeout=240, cwd=NEUTRAL_CWD)
+    proc = subprocess.run([sys.executable, "-c", WORKLOAD], capture_output=True, text=True, env=env, timeout=240,
+                          cwd=NEUTRAL_CWD)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
@@ -134,7 +135,8 @@ def test_size_cap_is_enforced(tmp_path):
     assert 0 < len(entries(capped)) < len(sizes)
     # Malformed caps are refused with the variable's name.
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(capped), TORCH_TPU_CACHE_MAX_BYTES="plenty")
-    proc = subprocess.run([sys.executable, "-c", WORKLOAD], capture_output=True, text=True, env=env, timeout=240, cwd=NEUTRAL_CWD)
+    proc = subprocess.run([sys.executable, "-c", WORKLOAD], capture_output=True, text=True, env=env, timeout=240,
+                          cwd=NEUTRAL_CWD)
     assert proc.returncode != 0 and "TORCH_TPU_CACHE_MAX_BYTES=plenty" in proc.stderr
 
 
@@ -164,8 +166,8 @@ def test_default_folder_follows_xdg(tmp_path):
 def test_concurrent_processes_share_a_folder(tmp_path):
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path))
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKLOAD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         cwd=NEUTRAL_CWD)
+        subprocess.Popen([sys.executable, "-c", WORKLOAD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, cwd=NEUTRAL_CWD)
         for _ in range(3)
     ]
     for p in procs:
@@ -183,7 +185,8 @@ def test_in_process_counters_present():
 
     (torch.ones(3, device="tpu") + 1).cpu()
     info = torch_tpu.cache_info()
-    for k in ("disk_hits", "disk_misses", "disk_rejected", "disk_writes", "disk_evictions", "disk_bytes", "disk_entries"):
+    keys = ("disk_hits", "disk_misses", "disk_rejected", "disk_writes", "disk_evictions", "disk_bytes", "disk_entries")
+    for k in keys:
         assert k in info and info[k] >= 0
     # The test session runs on its own temporary folder (conftest.py).
     assert torch_tpu.persistent_cache_dir() == os.environ["TORCH_TPU_CACHE_DIR"]

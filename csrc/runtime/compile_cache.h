@@ -10,7 +10,7 @@
 // Safety: an entry is "<hex key>.tpuexe" holding a header (magic, format
 // version, the full key, payload size, payload SHA-256) and the payload. A
 // file whose header or checksum does not match is never returned; the
-// caller's next Store replaces it. Stores write a private temporary file and
+// caller's next Put replaces it. Puts write a private temporary file and
 // rename it into place, so readers in other processes see either the old
 // entry or the whole new one. Only *.tpuexe files (and our own stale
 // temporaries) are ever deleted, so pointing the cache at a folder with other

@@ -106,7 +106,8 @@ static void TestSha256() {
 }
 
 static void TestConfig() {
-  const char* vars[] = {"TORCH_TPU_CACHE", "TORCH_TPU_CACHE_DIR", "TORCH_TPU_CACHE_MAX_BYTES", "XDG_CACHE_HOME", "HOME"};
+  const char* vars[] = {"TORCH_TPU_CACHE", "TORCH_TPU_CACHE_DIR", "TORCH_TPU_CACHE_MAX_BYTES", "XDG_CACHE_HOME",
+                        "HOME"};
   std::vector<std::pair<std::string, bool>> saved;
   for (const char* v : vars) saved.emplace_back(getenv(v) ? getenv(v) : "", getenv(v) != nullptr);
   for (const char* v : vars) unsetenv(v);
