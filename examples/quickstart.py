@@ -37,6 +37,7 @@ elapsed = time.perf_counter() - start
 
 stats = torch_tpu.cache_info()
 print(f"trained 201 steps in {elapsed:.1f}s; programs compiled: {stats['compiles']} "
-      f"({stats['compile_seconds']:.1f}s), cache hits: {stats['hits']}")
+      f"({stats['compile_seconds']:.1f}s), loaded from the compile cache: {stats['disk_hits']}, "
+      f"cache hits: {stats['hits']}")
 fallbacks = torch_tpu.fallback_ops()
 print("CPU fallbacks:", fallbacks if fallbacks else "none")

@@ -1,6 +1,9 @@
+import atexit
 import glob
 import os
+import shutil
 import sys
+import tempfile
 
 # Import the built package, not the source folder: when the source tree has
 # no compiled _C (an installed or tools/dev_build.sh build), drop the repo
@@ -12,6 +15,12 @@ if not glob.glob(os.path.join(_ROOT, "torch_tpu", "_C*.so")):
 # Op tests must prove ops run natively: a CPU fallback is an error.
 os.environ.setdefault("TORCH_TPU_FALLBACK", "error")
 os.environ.setdefault("TORCH_TPU_NUM_DEVICES", "2")
+# A fresh persistent compile cache per test session (inherited by the
+# subprocesses tests start): counts of compiles stay exact, and the user's
+# own cache is neither read nor filled.
+_CACHE_DIR = tempfile.mkdtemp(prefix="torch_tpu_test_cache_")
+os.environ["TORCH_TPU_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, True)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -15,7 +15,7 @@ def site_packages():
     return os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
 
 
-@pytest.mark.parametrize("binary", ["tt_runtime_test", "tt_hlo_test"])
+@pytest.mark.parametrize("binary", ["tt_runtime_test", "tt_hlo_test", "tt_compile_cache_test"])
 def test_cpp_binary(binary):
     exe = BUILD / binary
     if not exe.exists():

@@ -43,13 +43,33 @@ if "torch._dynamo" in _sys.modules:
 
 
 def cache_info():
-    """Program cache counters: hits, misses, compiles, entries, compile_seconds."""
+    """Program cache counters.
+
+    In-memory program cache: hits, misses, entries; compiles and
+    compile_seconds count XLA compilations. Persistent compile cache (this
+    process): disk_hits (programs loaded from disk instead of compiled),
+    disk_misses, disk_rejected (corrupt or mismatched entries, ignored and
+    replaced), disk_writes, disk_evictions, disk_load_seconds,
+    disk_store_seconds; and the folder's
+    current disk_bytes and disk_entries."""
     return _C._cache_info()
 
 
 def cache_clear():
-    """Drops every compiled program and resets the counters."""
+    """Drops every compiled program in memory and resets the in-memory
+    counters. The persistent cache on disk is left alone (delete the folder
+    persistent_cache_dir() names to empty it)."""
     _C._cache_clear()
+
+
+def persistent_cache_dir():
+    """The folder of the persistent compile cache, or None when it is off.
+
+    Chosen at startup: TORCH_TPU_CACHE_DIR, else $XDG_CACHE_HOME/torch_tpu,
+    else ~/.cache/torch_tpu; TORCH_TPU_CACHE=0 turns it off and
+    TORCH_TPU_CACHE_MAX_BYTES caps its size (default 1 GiB, least recently
+    used entries evicted)."""
+    return _C._persistent_cache_dir()
 
 
 def fallback_ops():

@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "backend/device_storage.h"
 #include "backend/executor.h"
 #include "backend/tpu_device.h"
@@ -38,21 +41,49 @@ bool covers_own_storage(const at::Tensor& t) {
   return lowering::covers_storage(v, static_cast<int64_t>(storage_of(t)->nbytes / t.element_size()));
 }
 
-// Host tensor -> tpu tensor.
-void upload(const at::Tensor& self, const at::Tensor& src) {
+// Whether non_blocking uploads return before the plugin has read the host
+// memory. Off for plugins that copy during the call anyway (the CPU plugin),
+// where it would only add the private copy below. TORCH_TPU_ASYNC_UPLOADS=1
+// or 0 overrides (1 lets the CPU plugin exercise the asynchronous path).
+bool async_uploads(runtime::Runtime& rt) {
+  static const bool on = [&] {
+    const char* v = std::getenv("TORCH_TPU_ASYNC_UPLOADS");
+    if (v && *v) return std::string(v) != "0";
+    return !rt.host_copy_in_call();
+  }();
+  return on;
+}
+
+// Host tensor -> tpu tensor. With non_blocking (where async_uploads), returns
+// once the transfer is issued; the host memory stays alive (and unchanged)
+// until the plugin is done reading it. As for CUDA's copies from pageable
+// memory, the caller may reuse `src` at once: when the dense host tensor
+// would be `src` itself, the transfer reads a private copy.
+void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   // Convert and broadcast on the host, then move one dense buffer.
   at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
   int dev = self.device().index();
-  auto buf = runtime_for(dev).FromHost(host.const_data_ptr(), to_element_type(self.scalar_type()),
-                                       self.sizes().vec(), dev);
+  auto& rt = runtime_for(dev);
+  auto type = to_element_type(self.scalar_type());
+  runtime::BufferPtr buf;
+  if (non_blocking && async_uploads(rt)) {
+    if (host.storage().is_alias_of(src.storage())) host = host.clone();
+    auto owner = std::make_shared<at::Tensor>(host);
+    buf = rt.FromHostAsync(host.const_data_ptr(), type, self.sizes().vec(), dev, std::move(owner));
+    track_pending(buf);
+  } else {
+    buf = rt.FromHost(host.const_data_ptr(), type, self.sizes().vec(), dev);
+  }
   if (covers_own_storage(self)) {
     storage_of(self)->buffer = std::move(buf);
     return;
   }
-  device_copy(self, wrap_buffer(std::move(buf), self.sizes(), self.scalar_type()), false);
+  device_copy(self, wrap_buffer(std::move(buf), self.sizes(), self.scalar_type()), non_blocking);
 }
 
-// tpu tensor -> host tensor.
+// tpu tensor -> host tensor. Synchronous even with non_blocking: the host
+// tensor is pageable memory that the caller may read as soon as copy_
+// returns (CUDA copies to pageable memory are synchronous too).
 void download(const at::Tensor& self, const at::Tensor& src) {
   runtime::BufferPtr buf = dense_buffer(src);
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
@@ -76,7 +107,7 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
     }
   } else if (self_tpu) {
     TORCH_CHECK(src.device().is_cpu(), "copy_ from ", src.device(), " to tpu is not supported");
-    upload(self, src);
+    upload(self, src, non_blocking);
   } else {
     TORCH_CHECK(self.device().is_cpu(), "copy_ from tpu to ", self.device(), " is not supported");
     download(self, src);

@@ -517,8 +517,10 @@ std::shared_ptr<Entry> build_entry(const OpPlan& plan, const c10::OperatorHandle
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(g_cache_mu);
-  g_stats.compiles += 1;
-  g_stats.compile_seconds += secs;
+  if (!entry->exe->from_disk()) {  // a load from the persistent cache is counted there (disk_hits)
+    g_stats.compiles += 1;
+    g_stats.compile_seconds += secs;
+  }
   return entry;
 }
 

@@ -11,6 +11,7 @@
 #include "backend/op_registration.h"
 #include "backend/tpu_device.h"
 #include "lowering/rule.h"
+#include "runtime/compile_cache.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -47,6 +48,27 @@ py::dict runtime_info() {
   return d;
 }
 
+// The persistent compile cache's counters (see runtime/compile_cache.h).
+// Zeros before the runtime starts (nothing compiled yet).
+void add_disk_cache_info(py::dict& d) {
+  runtime::CompileCacheStats s;
+  int64_t bytes = 0, entries = 0;
+  if (runtime::Runtime::IsInitialized()) {
+    auto& cache = rt().compile_cache();
+    s = cache.stats();
+    cache.Usage(&bytes, &entries);
+  }
+  d["disk_hits"] = s.hits;
+  d["disk_misses"] = s.misses;
+  d["disk_rejected"] = s.rejected;
+  d["disk_writes"] = s.writes;
+  d["disk_evictions"] = s.evictions;
+  d["disk_bytes"] = bytes;
+  d["disk_entries"] = entries;
+  d["disk_load_seconds"] = s.load_seconds;
+  d["disk_store_seconds"] = s.store_seconds;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -77,7 +99,12 @@ PYBIND11_MODULE(_C, m) {
     d["compiles"] = s.compiles;
     d["entries"] = s.entries;
     d["compile_seconds"] = s.compile_seconds;
+    add_disk_cache_info(d);
     return d;
+  });
+  m.def("_persistent_cache_dir", []() -> py::object {
+    const auto& c = rt().compile_cache().config();
+    return c.enabled ? py::object(py::str(c.dir)) : py::object(py::none());
   });
   m.def("_cache_clear", &backend::cache_clear);
   m.def("_fallback_ops", &backend::fallback_counts);

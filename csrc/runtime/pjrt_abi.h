@@ -51,6 +51,7 @@ typedef struct PJRT_LoadedExecutable PJRT_LoadedExecutable;
 typedef struct PJRT_Buffer PJRT_Buffer;
 typedef struct PJRT_Buffer_MemoryLayout PJRT_Buffer_MemoryLayout;
 typedef struct PJRT_ExecuteContext PJRT_ExecuteContext;
+typedef struct PJRT_SerializedExecutable PJRT_SerializedExecutable;
 /* Callback / info structs referenced only through pointers we leave NULL. */
 typedef struct PJRT_SendCallbackInfo PJRT_SendCallbackInfo;
 typedef struct PJRT_RecvCallbackInfo PJRT_RecvCallbackInfo;
@@ -139,6 +140,7 @@ enum {
   TT_PJRT_SLOT_Event_IsReady = 6,
   TT_PJRT_SLOT_Event_Error = 7,
   TT_PJRT_SLOT_Event_Await = 8,
+  TT_PJRT_SLOT_Event_OnReady = 9,
   TT_PJRT_SLOT_Client_Create = 10,
   TT_PJRT_SLOT_Client_Destroy = 11,
   TT_PJRT_SLOT_Client_PlatformName = 12,
@@ -154,9 +156,11 @@ enum {
   TT_PJRT_SLOT_Device_MemoryStats = 34,
   TT_PJRT_SLOT_Executable_Destroy = 40,
   TT_PJRT_SLOT_Executable_NumOutputs = 44,
+  TT_PJRT_SLOT_Executable_Serialize = 49,
   TT_PJRT_SLOT_LoadedExecutable_Destroy = 50,
   TT_PJRT_SLOT_LoadedExecutable_GetExecutable = 51,
   TT_PJRT_SLOT_LoadedExecutable_Execute = 55,
+  TT_PJRT_SLOT_Executable_DeserializeAndLoad = 56,
   TT_PJRT_SLOT_Buffer_Destroy = 58,
   TT_PJRT_SLOT_Buffer_CopyToDevice = 69,
   TT_PJRT_SLOT_Buffer_ToHostBuffer = 70,
@@ -273,6 +277,19 @@ typedef struct PJRT_Event_Await_Args {
 } PJRT_Event_Await_Args;
 #define PJRT_Event_Await_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_Event_Await_Args, event)
 typedef PJRT_Error* PJRT_Event_Await_Fn(PJRT_Event_Await_Args* args);
+
+/* `callback` owns `error` (NULL on success) and must destroy it; it may run
+ * on a plugin thread, or at once inside PJRT_Event_OnReady. */
+typedef void (*PJRT_Event_OnReadyCallback)(PJRT_Error* error, void* user_arg);
+typedef struct PJRT_Event_OnReady_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Event* event;
+  PJRT_Event_OnReadyCallback callback;
+  void* user_arg;
+} PJRT_Event_OnReady_Args;
+#define PJRT_Event_OnReady_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_Event_OnReady_Args, user_arg)
+typedef PJRT_Error* PJRT_Event_OnReady_Fn(PJRT_Event_OnReady_Args* args);
 
 /* --------------------------------- client --------------------------------- */
 typedef struct PJRT_Client_Create_Args {
@@ -561,6 +578,38 @@ typedef struct PJRT_LoadedExecutable_Execute_Args {
 #define PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE \
   TT_PJRT_SIZE_THROUGH(PJRT_LoadedExecutable_Execute_Args, execute_device)
 typedef PJRT_Error* PJRT_LoadedExecutable_Execute_Fn(PJRT_LoadedExecutable_Execute_Args* args);
+
+/* Serialization (for the persistent compile cache). Both are optional: a
+ * plugin may answer UNIMPLEMENTED. The serialization is specific to the
+ * plugin build that produced it. */
+typedef struct PJRT_Executable_Serialize_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  const PJRT_Executable* executable;
+  const char* serialized_bytes;                     /* out, owned by serialized_executable */
+  size_t serialized_bytes_size;                     /* out */
+  PJRT_SerializedExecutable* serialized_executable; /* out: backs serialized_bytes */
+  void (*serialized_executable_deleter)(PJRT_SerializedExecutable* exec); /* out: call once */
+} PJRT_Executable_Serialize_Args;
+#define PJRT_Executable_Serialize_Args_STRUCT_SIZE \
+  TT_PJRT_SIZE_THROUGH(PJRT_Executable_Serialize_Args, serialized_executable_deleter)
+typedef PJRT_Error* PJRT_Executable_Serialize_Fn(PJRT_Executable_Serialize_Args* args);
+
+typedef struct PJRT_Executable_DeserializeAndLoad_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Client* client;
+  const char* serialized_executable; /* read during the call only */
+  size_t serialized_executable_size;
+  PJRT_LoadedExecutable* loaded_executable; /* out, caller destroys */
+  /* Newer than 0.60 (which ends at loaded_executable); we leave them zero. */
+  const char* overridden_serialized_compile_options;
+  size_t overridden_serialized_compile_options_size;
+  const void* load_options;
+} PJRT_Executable_DeserializeAndLoad_Args;
+#define PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE \
+  TT_PJRT_SIZE_THROUGH(PJRT_Executable_DeserializeAndLoad_Args, load_options)
+typedef PJRT_Error* PJRT_Executable_DeserializeAndLoad_Fn(PJRT_Executable_DeserializeAndLoad_Args* args);
 
 /* --------------------------------- buffers -------------------------------- */
 typedef struct PJRT_Buffer_Destroy_Args {

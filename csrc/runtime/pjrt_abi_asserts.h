@@ -82,6 +82,13 @@ TT_ABI_ASSERT(offsetof(PJRT_Event_Await_Args, struct_size) == 0, "PJRT_Event_Awa
 TT_ABI_ASSERT(offsetof(PJRT_Event_Await_Args, extension_start) == 8, "PJRT_Event_Await_Args.extension_start");
 TT_ABI_ASSERT(offsetof(PJRT_Event_Await_Args, event) == 16, "PJRT_Event_Await_Args.event");
 TT_ABI_ASSERT(sizeof(PJRT_Event_Await_Args) == 24, "sizeof(PJRT_Event_Await_Args)");
+/* PJRT_Event_OnReady_Args */
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, struct_size) == 0, "PJRT_Event_OnReady_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, extension_start) == 8, "PJRT_Event_OnReady_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, event) == 16, "PJRT_Event_OnReady_Args.event");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, callback) == 24, "PJRT_Event_OnReady_Args.callback");
+TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, user_arg) == 32, "PJRT_Event_OnReady_Args.user_arg");
+TT_ABI_ASSERT(sizeof(PJRT_Event_OnReady_Args) == 40, "sizeof(PJRT_Event_OnReady_Args)");
 /* PJRT_Client_Create_Args */
 TT_ABI_ASSERT(offsetof(PJRT_Client_Create_Args, struct_size) == 0, "PJRT_Client_Create_Args.struct_size");
 TT_ABI_ASSERT(offsetof(PJRT_Client_Create_Args, extension_start) == 8, "PJRT_Client_Create_Args.extension_start");
@@ -285,6 +292,26 @@ TT_ABI_ASSERT(offsetof(PJRT_LoadedExecutable_Execute_Args, output_lists) == 56, 
 TT_ABI_ASSERT(offsetof(PJRT_LoadedExecutable_Execute_Args, device_complete_events) == 64, "PJRT_LoadedExecutable_Execute_Args.device_complete_events");
 TT_ABI_ASSERT(offsetof(PJRT_LoadedExecutable_Execute_Args, execute_device) == 72, "PJRT_LoadedExecutable_Execute_Args.execute_device");
 TT_ABI_ASSERT(sizeof(PJRT_LoadedExecutable_Execute_Args) == 80, "sizeof(PJRT_LoadedExecutable_Execute_Args)");
+/* PJRT_Executable_Serialize_Args */
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, struct_size) == 0, "PJRT_Executable_Serialize_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, extension_start) == 8, "PJRT_Executable_Serialize_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, executable) == 16, "PJRT_Executable_Serialize_Args.executable");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, serialized_bytes) == 24, "PJRT_Executable_Serialize_Args.serialized_bytes");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, serialized_bytes_size) == 32, "PJRT_Executable_Serialize_Args.serialized_bytes_size");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, serialized_executable) == 40, "PJRT_Executable_Serialize_Args.serialized_executable");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_Serialize_Args, serialized_executable_deleter) == 48, "PJRT_Executable_Serialize_Args.serialized_executable_deleter");
+TT_ABI_ASSERT(sizeof(PJRT_Executable_Serialize_Args) == 56, "sizeof(PJRT_Executable_Serialize_Args)");
+/* PJRT_Executable_DeserializeAndLoad_Args */
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, struct_size) == 0, "PJRT_Executable_DeserializeAndLoad_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, extension_start) == 8, "PJRT_Executable_DeserializeAndLoad_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, client) == 16, "PJRT_Executable_DeserializeAndLoad_Args.client");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, serialized_executable) == 24, "PJRT_Executable_DeserializeAndLoad_Args.serialized_executable");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, serialized_executable_size) == 32, "PJRT_Executable_DeserializeAndLoad_Args.serialized_executable_size");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, loaded_executable) == 40, "PJRT_Executable_DeserializeAndLoad_Args.loaded_executable");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options) == 48, "PJRT_Executable_DeserializeAndLoad_Args.overridden_serialized_compile_options");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size) == 56, "PJRT_Executable_DeserializeAndLoad_Args.overridden_serialized_compile_options_size");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_DeserializeAndLoad_Args, load_options) == 64, "PJRT_Executable_DeserializeAndLoad_Args.load_options");
+TT_ABI_ASSERT(sizeof(PJRT_Executable_DeserializeAndLoad_Args) == 72, "sizeof(PJRT_Executable_DeserializeAndLoad_Args)");
 /* PJRT_Buffer_Destroy_Args */
 TT_ABI_ASSERT(offsetof(PJRT_Buffer_Destroy_Args, struct_size) == 0, "PJRT_Buffer_Destroy_Args.struct_size");
 TT_ABI_ASSERT(offsetof(PJRT_Buffer_Destroy_Args, extension_start) == 8, "PJRT_Buffer_Destroy_Args.extension_start");
@@ -371,10 +398,13 @@ TT_ABI_ASSERT(PJRT_Event_Await_Args_STRUCT_SIZE == 24, "PJRT_Event_Await_Args_ST
 TT_ABI_ASSERT(PJRT_Event_Destroy_Args_STRUCT_SIZE == 24, "PJRT_Event_Destroy_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Event_Error_Args_STRUCT_SIZE == 24, "PJRT_Event_Error_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Event_IsReady_Args_STRUCT_SIZE == 25, "PJRT_Event_IsReady_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_Event_OnReady_Args_STRUCT_SIZE == 40, "PJRT_Event_OnReady_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE == 72, "PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_Destroy_Args_STRUCT_SIZE == 24, "PJRT_Executable_Destroy_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_NumOutputs_Args_STRUCT_SIZE == 32, "PJRT_Executable_NumOutputs_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_OutputDimensions_Args_STRUCT_SIZE == 48, "PJRT_Executable_OutputDimensions_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Executable_OutputElementTypes_Args_STRUCT_SIZE == 40, "PJRT_Executable_OutputElementTypes_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_Executable_Serialize_Args_STRUCT_SIZE == 56, "PJRT_Executable_Serialize_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_ExecuteOptions_STRUCT_SIZE == 144, "PJRT_ExecuteOptions_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_HostBufferSemantics_kImmutableOnlyDuringCall == 0, "PJRT_HostBufferSemantics_kImmutableOnlyDuringCall");
 TT_ABI_ASSERT(PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes == 1, "PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes");
@@ -402,6 +432,7 @@ TT_ABI_ASSERT(TT_PJRT_SLOT_Event_Destroy == 5, "slot of PJRT_Event_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Event_IsReady == 6, "slot of PJRT_Event_IsReady");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Event_Error == 7, "slot of PJRT_Event_Error");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Event_Await == 8, "slot of PJRT_Event_Await");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Event_OnReady == 9, "slot of PJRT_Event_OnReady");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Client_Create == 10, "slot of PJRT_Client_Create");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Client_Destroy == 11, "slot of PJRT_Client_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Client_PlatformName == 12, "slot of PJRT_Client_PlatformName");
@@ -417,9 +448,11 @@ TT_ABI_ASSERT(TT_PJRT_SLOT_Device_GetDescription == 29, "slot of PJRT_Device_Get
 TT_ABI_ASSERT(TT_PJRT_SLOT_Device_MemoryStats == 34, "slot of PJRT_Device_MemoryStats");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_Destroy == 40, "slot of PJRT_Executable_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_NumOutputs == 44, "slot of PJRT_Executable_NumOutputs");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_Serialize == 49, "slot of PJRT_Executable_Serialize");
 TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_Destroy == 50, "slot of PJRT_LoadedExecutable_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_GetExecutable == 51, "slot of PJRT_LoadedExecutable_GetExecutable");
 TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_Execute == 55, "slot of PJRT_LoadedExecutable_Execute");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_DeserializeAndLoad == 56, "slot of PJRT_Executable_DeserializeAndLoad");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_Destroy == 58, "slot of PJRT_Buffer_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_CopyToDevice == 69, "slot of PJRT_Buffer_CopyToDevice");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_ToHostBuffer == 70, "slot of PJRT_Buffer_ToHostBuffer");

@@ -33,6 +33,7 @@ struct Api {
   PJRT_Event_IsReady_Fn* Event_IsReady = nullptr;
   PJRT_Event_Error_Fn* Event_Error = nullptr;
   PJRT_Event_Await_Fn* Event_Await = nullptr;
+  PJRT_Event_OnReady_Fn* Event_OnReady = nullptr;  // optional
   PJRT_Client_Create_Fn* Client_Create = nullptr;
   PJRT_Client_Destroy_Fn* Client_Destroy = nullptr;
   PJRT_Client_PlatformName_Fn* Client_PlatformName = nullptr;
@@ -50,6 +51,8 @@ struct Api {
   PJRT_Executable_NumOutputs_Fn* Executable_NumOutputs = nullptr;
   PJRT_Executable_OutputElementTypes_Fn* Executable_OutputElementTypes = nullptr;
   PJRT_Executable_OutputDimensions_Fn* Executable_OutputDimensions = nullptr;
+  PJRT_Executable_Serialize_Fn* Executable_Serialize = nullptr;                    // optional
+  PJRT_Executable_DeserializeAndLoad_Fn* Executable_DeserializeAndLoad = nullptr;  // optional
   PJRT_LoadedExecutable_Destroy_Fn* LoadedExecutable_Destroy = nullptr;
   PJRT_LoadedExecutable_GetExecutable_Fn* LoadedExecutable_GetExecutable = nullptr;
   PJRT_LoadedExecutable_Execute_Fn* LoadedExecutable_Execute = nullptr;

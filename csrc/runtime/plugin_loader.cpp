@@ -153,6 +153,7 @@ void ResolveAll(Api& a) {
   Resolve(r, TT_PJRT_SLOT_Event_IsReady, a.Event_IsReady);
   Resolve(r, TT_PJRT_SLOT_Event_Error, a.Event_Error);
   Resolve(r, TT_PJRT_SLOT_Event_Await, a.Event_Await);
+  Resolve(r, TT_PJRT_SLOT_Event_OnReady, a.Event_OnReady);
   Resolve(r, TT_PJRT_SLOT_Client_Create, a.Client_Create);
   Resolve(r, TT_PJRT_SLOT_Client_Destroy, a.Client_Destroy);
   Resolve(r, TT_PJRT_SLOT_Client_PlatformName, a.Client_PlatformName);
@@ -170,6 +171,8 @@ void ResolveAll(Api& a) {
   Resolve(r, TT_PJRT_SLOT_Executable_NumOutputs, a.Executable_NumOutputs);
   Resolve(r, TT_PJRT_SLOT_Executable_OutputElementTypes, a.Executable_OutputElementTypes);
   Resolve(r, TT_PJRT_SLOT_Executable_OutputDimensions, a.Executable_OutputDimensions);
+  Resolve(r, TT_PJRT_SLOT_Executable_Serialize, a.Executable_Serialize);
+  Resolve(r, TT_PJRT_SLOT_Executable_DeserializeAndLoad, a.Executable_DeserializeAndLoad);
   Resolve(r, TT_PJRT_SLOT_LoadedExecutable_Destroy, a.LoadedExecutable_Destroy);
   Resolve(r, TT_PJRT_SLOT_LoadedExecutable_GetExecutable, a.LoadedExecutable_GetExecutable);
   Resolve(r, TT_PJRT_SLOT_LoadedExecutable_Execute, a.LoadedExecutable_Execute);

@@ -1,5 +1,6 @@
 // Runtime: the process-wide PJRT client, its devices, compilation, host
 // transfers and the project's own memory accounting.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <mutex>
 #include <sstream>
 
+#include "runtime/compile_cache.h"
 #include "runtime/pjrt_internal.h"
+#include "runtime/sha256.h"
 
 namespace tt::runtime {
 
@@ -155,7 +158,43 @@ struct Runtime::State {
   std::vector<int64_t> capacity;
   std::vector<std::string> kinds, descriptions;
   bool is_cpu = false;
+  std::unique_ptr<CompileCache> cache;
+  // Everything a compile cache key holds besides the program text, hashed
+  // once; a key is this state updated with the text.
+  Sha256 key_prefix;
+  std::atomic<bool> serialize_failed{false};  // the plugin refused once: stop trying
 };
+
+namespace {
+
+// Appends a length-prefixed field, so that no two field lists hash alike.
+void HashField(Sha256& h, const std::string& s) {
+  uint64_t n = s.size();
+  h.Update(&n, sizeof(n));
+  h.Update(s);
+}
+
+// What makes a serialized executable valid to load: this key format, the
+// plugin file (path, size, modification time), its PJRT API version,
+// platform and version, attributes, the device kind, and our compile options.
+Sha256 CacheKeyPrefix(const PluginInfo& info, const std::string& device_kind, const std::string& options) {
+  Sha256 h;
+  HashField(h, "torch_tpu compile cache key 1");
+  HashField(h, info.path);
+  struct stat st;
+  if (::stat(info.path.c_str(), &st) == 0)
+    HashField(h, std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                     std::to_string(st.st_mtim.tv_nsec));
+  HashField(h, std::to_string(info.api_major) + "." + std::to_string(info.api_minor));
+  HashField(h, info.platform_name);
+  HashField(h, info.platform_version);
+  for (const auto& a : info.attributes) HashField(h, a.first + "=" + a.second);
+  HashField(h, device_kind);
+  HashField(h, options);
+  return h;
+}
+
+}  // namespace
 
 Runtime& Runtime::Get() {
   if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) return *r;
@@ -271,6 +310,9 @@ void Runtime::Init() {
     state_->capacity.push_back(cap);
   }
 
+  state_->cache = std::make_unique<CompileCache>(CompileCacheConfig::FromEnv());
+  state_->key_prefix = CacheKeyPrefix(info_, state_->kinds.empty() ? "" : state_->kinds[0], CompileOptionsBytes());
+
   if (LogEnabled()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr,
@@ -281,7 +323,17 @@ void Runtime::Init() {
                  info_.header_minor, info_.platform_name.c_str(), info_.platform_version.c_str(), n, ms);
     for (const auto& a : info_.attributes)
       std::fprintf(stderr, "[torch_tpu]   attribute %s = %s\n", a.first.c_str(), a.second.c_str());
+    const auto& cc = state_->cache->config();
+    std::fprintf(stderr, "[torch_tpu]   compile cache: %s (%s)%s\n", cc.enabled ? cc.dir.c_str() : "off",
+                 cc.source.c_str(), can_serialize() ? "" : "; the plugin cannot serialize executables");
   }
+}
+
+CompileCache& Runtime::compile_cache() const { return *state_->cache; }
+
+bool Runtime::can_serialize() const {
+  return state_->api->Executable_Serialize && state_->api->Executable_DeserializeAndLoad &&
+         !state_->serialize_failed.load(std::memory_order_relaxed);
 }
 
 Runtime::~Runtime() {
@@ -353,7 +405,8 @@ void Runtime::CheckCapacity(int device, int64_t bytes) const {
   }
 }
 
-BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device) {
+BufferPtr Runtime::StartFromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                                 bool until_transfer_completes, void** done_event) {
   const auto& api = *state_->api;
   CheckDevice(device);
   if (element_size(t) == 0) throw Error(3, "FromHost: invalid element type");
@@ -374,14 +427,74 @@ BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<i
   a.type = static_cast<PJRT_Buffer_Type>(t);
   a.dims = dims.data();
   a.num_dims = dims.size();
-  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.host_buffer_semantics = until_transfer_completes ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                                                     : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = static_cast<PJRT_Device*>(devices_[device]);
   detail::ThrowIfError(api, api.Client_BufferFromHostBuffer(&a), "PJRT_Client_BufferFromHostBuffer");
-  auto buf = std::make_shared<Buffer>(a.buffer, t, dims, device);
+  *done_event = a.done_with_host_buffer;
+  try {
+    return std::make_shared<Buffer>(a.buffer, t, dims, device);
+  } catch (...) {
+    detail::AwaitAndDestroyEvent(api, a.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer (host copy)");
+    throw;
+  }
+}
+
+BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device) {
+  void* done = nullptr;
+  BufferPtr buf = StartFromHost(data, t, dims, device, /*until_transfer_completes=*/false, &done);
   // The data was copied during the call; the event is (or soon will be)
   // ready. Await it so the "host memory may be reused" promise holds even
   // for a plugin that finishes the copy late.
-  detail::AwaitAndDestroyEvent(api, a.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer (host copy)");
+  detail::AwaitAndDestroyEvent(*state_->api, static_cast<PJRT_Event*>(done),
+                               "PJRT_Client_BufferFromHostBuffer (host copy)");
+  return buf;
+}
+
+namespace {
+// Held by a pending host-to-device transfer until the plugin is done reading.
+struct HostKeepAlive {
+  const detail::Api* api;
+  std::shared_ptr<void> owner;
+};
+void ReleaseHostMemory(PJRT_Error* error, void* arg) {
+  auto* k = static_cast<HostKeepAlive*>(arg);
+  // A failed transfer also fails the buffer: the error surfaces where the
+  // buffer is used; here it is only freed.
+  detail::SwallowError(*k->api, error);
+  delete k;
+}
+}  // namespace
+
+bool Runtime::host_copy_in_call() const { return state_->is_cpu; }
+
+BufferPtr Runtime::FromHostAsync(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                                 std::shared_ptr<void> keep_alive) {
+  const auto& api = *state_->api;
+  void* done_ptr = nullptr;
+  BufferPtr buf = StartFromHost(data, t, dims, device, /*until_transfer_completes=*/true, &done_ptr);
+  auto* done = static_cast<PJRT_Event*>(done_ptr);
+  if (!done) return buf;  // the plugin finished with the host memory during the call
+  if (api.Event_OnReady) {
+    auto* k = new HostKeepAlive{&api, std::move(keep_alive)};
+    auto r = TT_ARGS(PJRT_Event_OnReady_Args);
+    r.event = done;
+    r.callback = &ReleaseHostMemory;
+    r.user_arg = k;
+    PJRT_Error* err = api.Event_OnReady(&r);
+    if (!err) {
+      // The callback holds its own reference to the completion; the event
+      // handle itself is ours to destroy now (as XLA's own C API client does).
+      auto d = TT_ARGS(PJRT_Event_Destroy_Args);
+      d.event = done;
+      detail::SwallowError(api, api.Event_Destroy(&d));
+      return buf;
+    }
+    detail::SwallowError(api, err);
+    keep_alive = std::move(k->owner);
+    delete k;
+  }
+  detail::AwaitAndDestroyEvent(api, done, "PJRT_Client_BufferFromHostBuffer (host copy)");
   return buf;
 }
 
@@ -400,6 +513,37 @@ BufferPtr Runtime::CopyToDevice(const Buffer& src, int device) {
 
 ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
   const auto& api = *state_->api;
+  CompileCache& cache = *state_->cache;
+  const bool use_disk = cache.enabled() && can_serialize();
+  Digest key{};
+  if (use_disk) {
+    Sha256 h = state_->key_prefix;
+    HashField(h, mlir_text);
+    key = h.Final();
+    std::string payload;
+    if (cache.Get(key, &payload) == CompileCache::Lookup::Found) {
+      auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
+      d.client = static_cast<PJRT_Client*>(client_);
+      d.serialized_executable = payload.data();
+      d.serialized_executable_size = payload.size();
+      auto t0 = std::chrono::steady_clock::now();
+      auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+      try {
+        detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
+        ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
+        cache.RecordHit(since());
+        return exe;
+      } catch (const Error& e) {
+        // A checksummed entry the plugin will not load (another plugin build
+        // with the same version string, say): compile and replace it.
+        cache.RecordUnusable(since());
+        if (detail::LogEnabled())
+          std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", cache.EntryPath(key).c_str(),
+                       e.what());
+      }
+    }
+  }
+
   static const char kFormat[] = "mlir";
   auto prog = TT_ARGS(PJRT_Program);
   prog.code = const_cast<char*>(mlir_text.data());
@@ -413,10 +557,23 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
   c.compile_options = opts.data();
   c.compile_options_size = opts.size();
   detail::ThrowIfError(api, api.Client_Compile(&c), "PJRT_Client_Compile");
-  auto exe = std::make_shared<Executable>(c.executable, 0);  // owns it from here
+  std::string serialized;
+  double serialize_seconds = 0;
+  ExecutablePtr exe = WrapLoaded(c.executable, /*from_disk=*/false, use_disk ? &serialized : nullptr,
+                                 &serialize_seconds);
+  if (!serialized.empty()) cache.Put(key, serialized, serialize_seconds);
+  return exe;
+}
+
+ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string* serialized,
+                                  double* serialize_seconds) {
+  const auto& api = *state_->api;
+  auto* loaded = static_cast<PJRT_LoadedExecutable*>(loaded_ptr);
+  auto exe = std::make_shared<Executable>(loaded, 0);  // owns it from here
+  exe->from_disk_ = from_disk;
 
   auto ge = TT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args);
-  ge.loaded_executable = c.executable;
+  ge.loaded_executable = loaded;
   detail::ThrowIfError(api, api.LoadedExecutable_GetExecutable(&ge), "PJRT_LoadedExecutable_GetExecutable");
   struct ExeGuard {
     const detail::Api& api;
@@ -451,6 +608,27 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
     exe->out_types_.push_back(static_cast<ElementType>(t));
     exe->out_dims_.emplace_back(od.dims + pos, od.dims + pos + od.dim_sizes[i]);
     pos += od.dim_sizes[i];
+  }
+
+  if (serialized) {
+    auto t0 = std::chrono::steady_clock::now();
+    serialized->clear();
+    auto sa = TT_ARGS(PJRT_Executable_Serialize_Args);
+    sa.executable = ge.executable;
+    std::string msg;
+    if (int code = detail::SwallowError(api, api.Executable_Serialize(&sa), &msg)) {
+      // Typically UNIMPLEMENTED: the plugin cannot serialize; stop asking.
+      state_->serialize_failed.store(true, std::memory_order_relaxed);
+      if (detail::LogEnabled())
+        std::fprintf(stderr, "[torch_tpu] compile cache off: PJRT_Executable_Serialize failed [%d]: %s\n", code,
+                     msg.c_str());
+    } else {
+      if (sa.serialized_bytes) serialized->assign(sa.serialized_bytes, sa.serialized_bytes_size);
+      if (sa.serialized_executable_deleter && sa.serialized_executable)
+        sa.serialized_executable_deleter(sa.serialized_executable);
+    }
+    if (serialize_seconds)
+      *serialize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return exe;
 }

@@ -51,6 +51,7 @@ struct PluginInfo {
 class Buffer;
 class Executable;
 class Runtime;
+class CompileCache;
 
 // A host-visible completion event. Await() blocks; destroyed events are freed.
 class Event {
@@ -109,9 +110,13 @@ class Executable {
   int num_outputs() const { return num_outputs_; }
   std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device) const;
   void* raw() const { return loaded_; }
+  // True when Runtime::Compile loaded it from the persistent compile cache
+  // instead of compiling.
+  bool from_disk() const { return from_disk_; }
  private:
   void* loaded_;
   int num_outputs_;
+  bool from_disk_ = false;
   std::vector<ElementType> out_types_;
   std::vector<std::vector<int64_t>> out_dims_;
   friend class Runtime;
@@ -135,10 +140,31 @@ class Runtime {
   // Copies `data` (dense, row-major) into a new buffer on `device`. The host
   // memory may be reused as soon as this returns.
   BufferPtr FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device);
+  // Like FromHost, but may return before the plugin has read `data`: the
+  // host memory must stay unchanged until then. `keep_alive` (the owner of
+  // `data`) is held until the plugin is done with it and released then,
+  // possibly on a plugin thread. Where the plugin cannot tell when it is done
+  // (no PJRT_Event_OnReady), this waits, like FromHost.
+  BufferPtr FromHostAsync(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                          std::shared_ptr<void> keep_alive);
+  // True for plugins that copy host memory during the transfer call anyway
+  // (XLA's CPU plugin: measured, FromHostAsync of 64 MiB returns only when the
+  // copy is done), where FromHostAsync gains nothing over FromHost.
+  bool host_copy_in_call() const;
   // Copies a buffer to another device.
   BufferPtr CopyToDevice(const Buffer& src, int device);
   // Compiles StableHLO text (MLIR) for any device (portable executable).
+  // Goes through the persistent compile cache (compile_cache.h) when it is on
+  // and the plugin can serialize executables: a valid entry is loaded instead
+  // of compiling; otherwise the program is compiled and its serialization
+  // stored. Cache problems never fail a compile.
   ExecutablePtr Compile(const std::string& mlir_text);
+  // The persistent compile cache (configured from the environment at init;
+  // enabled() is false when it is off).
+  CompileCache& compile_cache() const;
+  // Whether the plugin can serialize and load executables (else the cache
+  // stores nothing).
+  bool can_serialize() const;
 
   // The project's own memory accounting: bytes of live Buffers per device
   // (every Buffer counts from construction to destruction), and the peak.
@@ -160,7 +186,16 @@ class Runtime {
   void CheckDevice(int device) const;   // throws Error(3) when out of range
   // Throws the out-of-memory Error when `bytes` more would pass the capacity.
   void CheckCapacity(int device, int64_t bytes) const;
+  // FromHost and FromHostAsync: issues the transfer; returns the buffer and
+  // the plugin's done-with-host-memory event (may be NULL).
+  BufferPtr StartFromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                          bool until_transfer_completes, void** done_event);
   void Account(int device, int64_t bytes, int64_t buffers);  // Buffer ctor/dtor
+  // Takes ownership of a PJRT_LoadedExecutable and reads its output
+  // signature; with `serialized`, also serializes it there ("" if the plugin
+  // cannot), taking `*serialize_seconds`.
+  ExecutablePtr WrapLoaded(void* loaded, bool from_disk, std::string* serialized,
+                           double* serialize_seconds = nullptr);
   struct State;                         // accounting, device strings (runtime.cpp)
   State* state_ = nullptr;
   PluginInfo info_;

@@ -4,11 +4,14 @@
 //   TORCH_TPU_PLUGIN_SEARCH_PATH=<site-packages> ./tt_runtime_test
 // (defaults to the site-packages CMake found; TORCH_TPU_NUM_DEVICES defaults
 // to 2 here so the second-device paths run.)
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -163,6 +166,22 @@ int main() {
       ba->ToHost(back, sizeof(back));
       CHECK(std::memcmp(back, a, sizeof(a)) == 0);
       CHECK(ExpectError([&] { ba->ToHost(back, 8); }).code() == 3);
+
+      // ---- asynchronous upload: the host owner is released once the
+      // plugin is done reading it, and the values arrive intact.
+      {
+        auto host = std::make_shared<std::vector<float>>(1 << 22);
+        for (size_t i = 0; i < host->size(); ++i) (*host)[i] = static_cast<float>(i % 1000);
+        std::weak_ptr<std::vector<float>> watch = host;
+        const float* p = host->data();
+        BufferPtr big = rt.FromHostAsync(p, ElementType::F32, {int64_t{1} << 22}, 0, std::move(host));
+        CHECK(big->nbytes() == (size_t{4} << 22));
+        std::vector<float> back(size_t{1} << 22);
+        big->ToHost(back.data(), back.size() * 4);
+        CHECK(back[0] == 0 && back[999] == 999 && back[1000] == 0 && back.back() == static_cast<float>(((1 << 22) - 1) % 1000));
+        for (int i = 0; i < 500 && !watch.expired(); ++i) usleep(10000);
+        CHECK(watch.expired());
+      }
 
       // ---- compile + execute on device 0
       ExecutablePtr add = rt.Compile(kAdd);
