@@ -7,6 +7,7 @@ Every op runs as an XLA program on the PJRT device; ops without a lowering
 rule fall back to the CPU visibly (see fallback_ops()).
 """
 import os
+import sys
 
 import torch
 
@@ -25,9 +26,14 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
 from . import tpu as _tpu_module  # noqa: E402
 
 torch._register_device_module("tpu", _tpu_module)
+sys.modules.setdefault("torch.tpu.amp", _tpu_module.amp)  # `import torch.tpu.amp` / `from torch.tpu.amp import ...`
 if not hasattr(torch.Tensor, "is_tpu"):
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
 _C._register_ops()
+
+from . import _safetensors_hook  # noqa: E402
+
+_safetensors_hook.install()
 
 __version__ = "0.1.0"
 

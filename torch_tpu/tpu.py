@@ -4,6 +4,7 @@ import contextlib
 import torch
 
 from . import _C
+from . import amp  # noqa: F401  (torch.tpu.amp)
 
 _init_error = None
 
@@ -228,7 +229,17 @@ def get_device_capability(device=None):
 
 
 def is_bf16_supported(including_emulation=True):
+    """XLA computes bfloat16 on every plugin (natively on a TPU)."""
     return True
+
+
+def is_fp16_supported(including_emulation=True):
+    return True
+
+
+def get_amp_supported_dtype():
+    """The dtypes torch.autocast("tpu", dtype=...) accepts (PyTorch asks the device module)."""
+    return [torch.float16, torch.bfloat16]
 
 
 def current_stream(device=None):

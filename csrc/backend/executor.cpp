@@ -391,7 +391,7 @@ Arg build_arg(hlo::Builder& b, const ArgRecord& r, const ProgramInputs& in) {
   if (r.kind == Kind::Tensor) {
     if (r.storage >= 0) {
       hlo::Value storage = in.storages[r.storage];
-      if (storage.dtype() != r.dtype) storage = b.bitcast_convert(storage, r.dtype);
+      storage = lowering::reinterpret_storage(b, storage, r.dtype);  // a view of another dtype's bytes
       a.tensor = lowering::read_view(b, storage, r.view);
     } else {
       a.tensor = in.scalars[r.scalar];
@@ -493,8 +493,9 @@ std::shared_ptr<Entry> build_entry(const OpPlan& plan, const c10::OperatorHandle
     TORCH_CHECK(self.kind == Kind::Tensor && self.storage >= 0, plan.functional, ": in-place target is not a tpu tensor");
     hlo::Value storage = in.storages[self.storage];
     hlo::Value v = b.broadcast_to(b.convert(results.at(0), self.dtype), self.view.sizes);
-    if (storage.dtype() != self.dtype) v = b.bitcast_convert(v, storage.dtype());
-    b.set_results({lowering::write_view(b, storage, self.view, v)});
+    // Written in the view's dtype; the storage keeps its own dtype and shape.
+    hlo::Value written = lowering::write_view(b, lowering::reinterpret_storage(b, storage, self.dtype), self.view, v);
+    b.set_results({b.reshape(lowering::reinterpret_storage(b, written, storage.dtype()), storage.shape())});
     counters = lowering::numel(self.view.sizes);
   } else {
     for (const auto& r : results) {

@@ -134,4 +134,23 @@ Value write_view(Builder& b, Value storage, const View& v, Value value) {
   return b.reshape(b.scatter(f, idx, value, dn), storage_shape);
 }
 
+Value reinterpret_storage(Builder& b, Value storage, DType t) {
+  const DType from = storage.dtype();
+  if (from == t) return storage;
+  if (from == DType::Pred || t == DType::Pred) return b.convert(storage, t);
+  const int wf = hlo::bit_width(from), wt = hlo::bit_width(t);
+  if (wf == wt) return b.bitcast_convert(storage, t);
+  Value f = flat(b, storage);
+  const int64_t n = f.shape()[0];
+  if (wf > wt) {  // one wide element -> wf / wt narrow ones, in memory order
+    const int64_t r = wf / wt;
+    return b.reshape(b.emit1("stablehlo.bitcast_convert", {f}, Type{t, {n, r}}), {n * r});
+  }
+  const int64_t r = wt / wf;
+  if (n % r != 0)
+    throw LoweringError("a storage of " + std::to_string(n * wf / 8) + " bytes cannot be read as " +
+                        std::to_string(wt / 8) + "-byte elements");
+  return b.emit1("stablehlo.bitcast_convert", {b.reshape(f, {n / r, r})}, Type{t, {n / r}});
+}
+
 }  // namespace tt::lowering

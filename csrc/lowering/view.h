@@ -28,4 +28,10 @@ Value read_view(Builder& b, Value storage, const View& v);
 // (shape v.sizes, storage's dtype). Result has storage's shape.
 Value write_view(Builder& b, Value storage, const View& v, Value value);
 
+// The bytes of `storage` seen as dtype `t`, as PyTorch's untyped storages see
+// them (a float tensor's storage read as uint8 by torch.save, and back).
+// Same-width types bitcast in place; otherwise the result is flat: f32[n] ->
+// u8[4n], u8[4n] -> f32[n] (the byte count must divide). bool is one byte of 0/1.
+Value reinterpret_storage(Builder& b, Value storage, DType t);
+
 }  // namespace tt::lowering

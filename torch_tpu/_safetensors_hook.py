@@ -1,0 +1,71 @@
+"""safetensors.torch.load_file(path, device="tpu") (and load_model(..., device="tpu")).
+
+safetensors' Rust reader accepts a fixed list of device names (cpu, cuda, mps,
+npu, xpu, xla, ...) and refuses "tpu" before reading anything. So when
+safetensors.torch is imported, its load_file is wrapped: for a tpu device the
+file is read on the CPU (memory-mapped, no extra copy) and each tensor is
+uploaded to the tpu; every other device goes to the original function
+unchanged. save_file needs nothing: it already moves tensors to the CPU.
+Not covered: safetensors.safe_open(path, "pt", device="tpu"), which is the
+Rust class itself (open it on "cpu" and call .to("tpu")).
+"""
+import functools
+import importlib.abc
+import importlib.machinery
+import sys
+
+import torch
+
+_TARGET = "safetensors.torch"
+
+
+def _is_tpu(device):
+    if isinstance(device, torch.device):
+        return device.type == "tpu"
+    return isinstance(device, str) and torch.device(device).type == "tpu"
+
+
+def _wrap(module):
+    original = module.load_file
+    if getattr(original, "_torch_tpu_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def load_file(filename, device="cpu", **kwargs):
+        if not _is_tpu(device):
+            return original(filename, device=device, **kwargs)
+        return {k: v.to(device) for k, v in original(filename, device="cpu", **kwargs).items()}
+
+    load_file._torch_tpu_wrapped = True
+    module.load_file = load_file
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner):
+        self.inner = inner
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        _wrap(module)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Wraps safetensors.torch's loader so that load_file is patched once it has run."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _TARGET:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Loader(spec.loader)
+        return spec
+
+
+def install():
+    if _TARGET in sys.modules:
+        _wrap(sys.modules[_TARGET])
+    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
