@@ -59,7 +59,7 @@ def print_targets(doc):
             rows.append((f"{w}: tpu_fused step <= 1/1.5 of tpu_eager", ratio(res, "tpu_fused", "tpu_eager"), 1 / 1.5))
     for name, value, limit in rows:
         verdict = "n/a (a side is missing)" if value is None else ("met" if value <= limit else "MISSED")
-        print(f"{name:52s} {_fmt(value, suffix='x'):>8s}  {verdict}")
+        print(f"{name:60s} {_fmt(value, suffix='x'):>8s}  {verdict}")
 
 
 def chart(doc, path):
@@ -75,7 +75,7 @@ def chart(doc, path):
     for res in doc["results"].values():
         engines += [e for e in res if e not in engines]
     panels = (("steady step (ms, log)", "step_s", 1e3, True), ("first step, cold (s, log)", "first_step_s", 1, True),
-              ("first step, warm (s, log)", "first_step_warm_s", 1, True), ("memory (MB)", "memory_bytes", 1e-6, False))
+              ("first step, warm (s, log)", "first_step_warm_s", 1, True), ("peak memory (MB): torch_tpu engines device allocations, others process RSS growth", "memory_bytes", 1e-6, False))
     fig, axes = plt.subplots(len(panels), 1, figsize=(max(8, 2.2 * len(workloads) * len(engines) / 4), 13))
     width = 0.8 / max(1, len(engines))
     for ax, (title, key, scale, log) in zip(axes, panels):
@@ -89,7 +89,7 @@ def chart(doc, path):
                     ys.append(v * scale)
                 else:
                     missing.append(j + i * width)
-            ax.bar(xs, ys, width, label=e)
+            ax.bar(xs, ys, width, label=e, color=plt.cm.tab10(i % 10))
             for x in missing:  # a missing engine is shown, not dropped
                 ax.text(x, 0.02, "missing", rotation=90, transform=ax.get_xaxis_transform(), fontsize=7,
                         ha="center", va="bottom", color="gray")
