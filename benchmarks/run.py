@@ -104,11 +104,16 @@ def main():
     p.add_argument("--no-chart", action="store_true")
     p.add_argument("--timeout", type=int, default=900, help="seconds per runner process")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--torch-threads", type=int, default=0,
+                   help="OMP_NUM_THREADS for the runners (PyTorch's CPU kernels); default: its own choice. "
+                        "On a loaded machine PyTorch's OpenMP threads wait on each other at every op")
     args = p.parse_args()
     if args.quick:
         args.steps, args.warmup = 3, 1
     if args.steps < 1:
         raise SystemExit("--steps must be at least 1")
+    if args.torch_threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)
     workloads = split(args.workloads, WORKLOADS, "workload")
     engines = split(args.engines, ENGINES, "engine")
 
@@ -122,7 +127,8 @@ def main():
             print(f"[{w:12s} {e:14s}] {r['status']:7s} {step}", file=sys.stderr, flush=True)
 
     doc = {"date": started.isoformat(timespec="seconds"), "machine": machine(),
-           "args": {"steps": args.steps, "warmup": args.warmup, "quick": args.quick},
+           "args": {"steps": args.steps, "warmup": args.warmup, "quick": args.quick,
+                    "omp_num_threads": os.environ.get("OMP_NUM_THREADS")},
            "results": results}
     print_tables(doc)
     os.makedirs(args.out, exist_ok=True)
