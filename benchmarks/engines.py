@@ -224,8 +224,8 @@ class TorchXlaEngine(TorchEngine):
         if self.cache_dir:  # must precede the first computation
             xr.initialize_cache(os.path.join(self.cache_dir, "torch_xla"), readonly=False)
         self.torch_xla, self.xm = torch_xla, xm
+        self.device = torch_xla.device()  # before super().load(): not "cpu", so no denormal setting
         super().load()
-        self.device = torch_xla.device()
 
     def info(self):
         return {**super().info(), "torch_xla": self.torch_xla.__version__, "device": str(self.device)}
