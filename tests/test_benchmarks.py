@@ -1,0 +1,63 @@
+"""Smoke test of the benchmark harness: benchmarks/run.py --quick on one
+workload, CPU eager and torch_tpu eager, plus engines that may be missing.
+Checks the results JSON has numbers, that both engines computed the same
+first loss, and that an unavailable engine is reported missing with a reason
+(never dropped). About 30 s."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import torch_tpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_harness(tmp_path, engines, workload="mlp"):
+    env = dict(os.environ)
+    # The runners import the same torch_tpu as this test process.
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(torch_tpu.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env["TORCH_XLA_PYTHON"] = str(tmp_path / "no_such_venv" / "bin" / "python")
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--quick", "--no-chart",
+           "--workloads", workload, "--engines", ",".join(engines), "--out", str(tmp_path), "--timeout", "240"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with open(tmp_path / "latest.json") as f:
+        return json.load(f), p.stdout
+
+
+def test_quick_run_reports_numbers_and_missing_engines(tmp_path):
+    engines = ["torch_eager", "tpu_eager", "tpu_fused", "tpu_compile", "torch_xla"]
+    doc, stdout = run_harness(tmp_path, engines)
+    results = doc["results"]["mlp"]
+    assert list(results) == engines  # every engine asked for is in the results
+
+    for engine in ("torch_eager", "tpu_eager"):
+        r = results[engine]
+        assert r["status"] == "ok", r
+        for key in ("step_s", "first_step_s", "first_step_warm_s", "memory_bytes", "check_first"):
+            assert isinstance(r[key], float) or isinstance(r[key], int), (engine, key, r[key])
+            assert math.isfinite(r[key]) and r[key] > 0, (engine, key, r[key])
+    assert results["tpu_eager"]["memory_kind"] == "torch.tpu.max_memory_allocated"
+    assert results["tpu_eager"]["fallback_ops"] == {}
+    # Same initial values and batch: the same first loss on both devices.
+    assert math.isclose(results["tpu_eager"]["check_first"], results["torch_eager"]["check_first"], rel_tol=1e-4)
+
+    # The PyTorch/XLA venv was pointed at a folder that does not exist.
+    assert results["torch_xla"]["status"] == "missing"
+    assert "setup_torch_xla.sh" in results["torch_xla"]["reason"]
+    for engine in ("tpu_fused", "tpu_compile"):  # missing until written, then they must run
+        r = results[engine]
+        assert r["status"] in ("ok", "missing"), r
+        assert r["status"] == "ok" or r["reason"]
+    for engine in engines:  # the printed table names every engine
+        assert engine in stdout
+    assert "MISSING" in stdout
+
+
+def test_unknown_engine_is_refused(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--engines", "tpu_turbo",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "unknown engine: tpu_turbo" in p.stderr
