@@ -155,6 +155,9 @@ class TpuCompileEngine(TpuEngine):
 
     def set_mode(self):
         from torch._dynamo.backends.registry import lookup_backend
+        compiler = getattr(self.torch_tpu, "compiler", None)
+        if compiler is not None:
+            compiler.register()  # a source checkout has no entry point
         try:
             lookup_backend("tpu")
         except Exception as e:  # Dynamo raises InvalidBackend for an unknown name

@@ -35,6 +35,10 @@ from . import _safetensors_hook  # noqa: E402
 
 _safetensors_hook.install()
 
+from . import _module_ties  # noqa: E402
+
+_module_ties.install()
+
 __version__ = "0.1.0"
 
 import sys as _sys  # noqa: E402
