@@ -2,7 +2,10 @@
 downloads, fixed seed), compared with the same model on the CPU:
 forward logits, one training step's gradients and, for the decoders, greedy
 generate() of 20 tokens with the default dynamic KV cache and a static cache.
-Zero CPU fallbacks (the suite runs with TORCH_TPU_FALLBACK=error)."""
+Zero CPU fallbacks (the suite runs with TORCH_TPU_FALLBACK=error).
+generate() checks stop tokens with isin, and the grouped_mm experts count
+tokens per expert with histc: those rules live in the OpInfo family's files
+(ops/order_stats.cpp, ops/search_hist.cpp)."""
 import copy
 import os
 
