@@ -97,6 +97,13 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   bool self_tpu = self.device().is_privateuseone(), src_tpu = src.device().is_privateuseone();
   if (self_tpu && src_tpu) {
     if (self.device() == src.device()) {
+      if (self.scalar_type() == src.scalar_type() && self.sizes() == src.sizes() && covers_own_storage(self)) {
+        // The whole storage takes src's values: share src's (immutable)
+        // buffer, no program. AOTAutograd's write-back of mutated
+        // parameters after a compiled optimizer step is this case.
+        storage_of(self)->buffer = dense_buffer(src);
+        return self;
+      }
       device_copy(self, src, non_blocking);
     } else {
       // Across devices: a dense buffer moves device to device, then converts.
