@@ -183,3 +183,22 @@ def test_greedy_generate_matches_cpu(name, cache):
     assert expected.shape[1] >= prompt["input_ids"].shape[1] + 20 or name == "t5"
     assert torch.equal(actual.cpu(), expected)
     assert torch_tpu.fallback_ops() == {}
+
+
+def test_static_cache_generate_compiles_its_decode_step_with_the_tpu_backend():
+    """generate() with a static cache torch.compiles the decoder step; on tpu
+    that is backend="tpu": one graph, no eager fallback, the CPU's tokens."""
+    torch_tpu.compiler.register()
+    torch._dynamo.reset()
+    torch_tpu.reset_compile_stats()
+    cpu, dev = build("llama")
+    inputs = batch("llama")
+    prompt = dict(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+    kw = dict(max_new_tokens=20, min_new_tokens=20, do_sample=False, pad_token_id=0, cache_implementation="static")
+    expected = cpu.generate(**prompt, **kw, disable_compile=True)
+    actual = dev.generate(**to_tpu(prompt), **kw)
+    assert torch.equal(actual.cpu(), expected)
+    stats = torch_tpu.compile_stats()
+    assert stats["compiles"] >= 1 and stats["eager_graphs"] == {}
+    assert torch_tpu.fallback_ops() == {}
+    torch._dynamo.reset()
