@@ -37,3 +37,24 @@ def test_cache_info_fields():
     for k in ("hits", "misses", "compiles", "compile_seconds"):
         assert k in info
     assert info["compile_seconds"] >= 0
+
+
+def test_float32_matmul_precision_selects_its_own_program():
+    """torch.set_float32_matmul_precision is followed: each setting has its own
+    program (HIGHEST / HIGH / DEFAULT dot precision), results stay right."""
+    import torch_tpu
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    ad, bd = a.to("tpu"), b.to("tpu")
+    old = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        (ad @ bd).cpu()
+        before = torch_tpu.cache_info()["misses"]
+        (ad @ bd).cpu()
+        assert torch_tpu.cache_info()["misses"] == before
+        torch.set_float32_matmul_precision("medium")
+        got = (ad @ bd).cpu()
+        assert torch_tpu.cache_info()["misses"] == before + 1
+        torch.testing.assert_close(got, a @ b, rtol=1e-2, atol=1e-2)
+    finally:
+        torch.set_float32_matmul_precision(old)

@@ -527,6 +527,14 @@ std::shared_ptr<Entry> build_entry(const OpPlan& plan, const c10::OperatorHandle
 
 }  // namespace
 
+lowering::MatmulPrecision current_matmul_precision() {
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGH: return lowering::MatmulPrecision::High;
+    case at::Float32MatmulPrecision::MEDIUM: return lowering::MatmulPrecision::Medium;
+    default: return lowering::MatmulPrecision::Highest;
+  }
+}
+
 runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype) {
   if (s->buffer) return s->buffer;
   size_t item = c10::elementSize(dtype);
@@ -568,6 +576,8 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   key.reserve(256);
   key += plan.functional;
   key += plan.mode == Mode::Inplace ? "!" : ":";
+  const auto precision = current_matmul_precision();
+  key += static_cast<char>('0' + static_cast<int>(precision));
   for (size_t i = 0; i < n; ++i)
     encode(args[i], schema.arguments()[i], plan.rule->static_scalars, st, key, st.records[i]);
   if (st.device < 0) st.device = current_device();
@@ -585,6 +595,7 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   }
   if (!entry) {
     try {
+      lowering::set_matmul_precision(precision);
       entry = build_entry(plan, op, args, st);
     } catch (const lowering::LoweringError& e) {
       run_cpu_fallback(op, stack, std::string("lowering declined: ") + e.what());

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backend/device_storage.h"
+#include "lowering/helpers.h"
 #include "lowering/rule.h"
 
 namespace tt::backend {
@@ -39,6 +40,9 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
 // arguments with PyTorch's casting rules.
 void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHandle& op,
                  torch::jit::Stack* stack);
+
+// torch.get_float32_matmul_precision() as the lowering layer names it.
+lowering::MatmulPrecision current_matmul_precision();
 
 struct CacheStats {
   int64_t hits = 0, misses = 0, compiles = 0, entries = 0;

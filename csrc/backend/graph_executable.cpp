@@ -13,6 +13,7 @@ namespace tt::backend {
 
 GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
     : name_(std::move(name)), inputs_(g.inputs) {
+  lowering::set_matmul_precision(current_matmul_precision());
   lowering::LoweredGraph lowered = lowering::lower_graph(g);
   text_ = std::move(lowered.module_text);
   outputs_ = std::move(lowered.outputs);

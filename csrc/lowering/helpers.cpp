@@ -1,5 +1,7 @@
 #include "lowering/helpers.h"
 
+#include <atomic>
+
 #include <algorithm>
 
 namespace tt::lowering {
@@ -121,7 +123,19 @@ int64_t numel(const Shape& s) {
 
 namespace tt::lowering {
 
-std::string matmul_precision() { return "DEFAULT"; }
+namespace {
+std::atomic<int> g_matmul_precision{0};
+}
+
+void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = static_cast<int>(p); }
+
+std::string matmul_precision() {
+  switch (static_cast<MatmulPrecision>(g_matmul_precision.load())) {
+    case MatmulPrecision::High: return "HIGH";
+    case MatmulPrecision::Medium: return "DEFAULT";
+    default: return "HIGHEST";
+  }
+}
 
 DType acc_dtype(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 

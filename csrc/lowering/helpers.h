@@ -45,8 +45,13 @@ int64_t numel(const Shape& s);
 // ---- reductions and matmul (appended by the reductions family) ----------------
 namespace tt::lowering {
 
-// The dot_general precision for float matmuls and convolutions. One place, so
-// that it can later follow torch.get_float32_matmul_precision().
+// The dot_general precision for float matmuls and convolutions, following
+// torch.get_float32_matmul_precision(): "highest" (PyTorch's default) ->
+// HIGHEST (full f32 on a TPU), "high" -> HIGH (bf16x3), "medium" -> DEFAULT
+// (one bf16 pass). The backend sets it before building a program and keys
+// its caches by it. XLA's CPU plugin computes f32 whatever it says.
+enum class MatmulPrecision { Highest = 0, High = 1, Medium = 2 };
+void set_matmul_precision(MatmulPrecision p);
 std::string matmul_precision();
 
 // The dtype a reduction or matmul accumulates in: f16/bf16 -> f32 (PyTorch's

@@ -18,6 +18,7 @@ def _signature(args):
             sig.append(("v", a))
         else:
             sig.append(("o", type(a).__name__))
+    sig.append(torch.get_float32_matmul_precision())  # it picks the programs' matmul precision
     return tuple(sig)
 
 
