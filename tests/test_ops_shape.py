@@ -55,6 +55,10 @@ def test_shape_ops(case, shapes, dtype):
     lambda d: torch.eye(4, dtype=torch.int32, device=d), lambda d: torch.linspace(-2, 3, 11, device=d),
     lambda d: torch.linspace(0, 1, 1, device=d), lambda d: torch.full((2, 3), 2.5, device=d),
     lambda d: torch.zeros(2, 0, device=d), lambda d: torch.ones(3, dtype=torch.bool, device=d),
+    lambda d: torch.linspace(0, 10, 7, dtype=torch.int64, device=d),
+    lambda d: torch.linspace(-7.9, 5.5, 9, dtype=torch.int32, device=d),
+    lambda d: torch.linspace(100, -3, 13, dtype=torch.int16, device=d),
+    lambda d: torch.linspace(0, 255, 10, dtype=torch.uint8, device=d),
 ])
 def test_factories(fn):
     torch.testing.assert_close(fn("tpu").cpu(), fn("cpu"))

@@ -116,12 +116,17 @@ TT_RULE({"aten::eye", "aten::eye.m"}, [](Builder& b, const Args&, const Context&
 // start in the first half and backward from end in the second, in f64.
 TT_RULE({"aten::linspace"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& o = c.out();
-  // Integer linspace rounds in its own way on the CPU; it falls back.
-  if (!hlo::is_float(o.dtype)) throw LoweringError("integer linspace is not lowered yet");
   int64_t n = a[2].i;
   Shape s{n};
   DType ct = DType::F64;
-  Value start = cast_to(b, a[0].value(), ct, s), end = cast_to(b, a[1].value(), ct, s);
+  // As PyTorch's CPU kernel: an integer linspace first truncates start and
+  // end to the integer type, steps in double, and truncates each value.
+  auto bound = [&](const Arg& x) {
+    Value v = x.value();
+    if (!hlo::is_float(o.dtype)) v = b.convert(v, o.dtype);
+    return cast_to(b, v, ct, s);
+  };
+  Value start = bound(a[0]), end = bound(a[1]);
   if (n == 1) return Values{b.convert(start, o.dtype)};
   Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, s));
   Value i = b.iota(Type{ct, s}, 0);
