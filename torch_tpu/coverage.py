@@ -36,7 +36,20 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
           "int64": torch.int64, "bool": torch.bool}
 
 # Not supported by design, with the reason. Keys are op keys (name[.variant]).
-UNSUPPORTED = {}
+_COMPLEX = "produces complex tensors; tpu has no complex dtypes (XLA's complex types are not wired up)"
+_SPARSE = "sparse layouts; tpu tensors are dense (strided) only"
+UNSUPPORTED = {
+    **{k: _COMPLEX for k in (
+        "cfloat", "cdouble", "chalf", "complex", "polar", "view_as_complex", "stft", "istft",
+        "linalg.eig", "linalg.eigvals", "fft.fft", "fft.fft2", "fft.fftn", "fft.hfft", "fft.hfft2",
+        "fft.hfftn", "fft.ifft", "fft.ifft2", "fft.ifftn", "fft.ihfft", "fft.ihfft2", "fft.ihfftn",
+        "fft.irfft", "fft.irfft2", "fft.irfftn", "fft.rfft", "fft.rfft2", "fft.rfftn")},
+    **{k: _SPARSE for k in ("to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm")},
+}
+
+# Ops whose non-input tensor arguments PyTorch requires on the CPU (as a
+# user would pass them): tensor_split's indices_or_sections.
+ARGS_ON_CPU = {"tensor_split"}
 
 # Ops whose values cannot be compared with the CPU's: random numbers come from
 # the device's own counter-based generator, and empty tensors are
@@ -100,11 +113,17 @@ def _to_tpu(t):
     return y.requires_grad_(True) if t.requires_grad else y
 
 
-def tpu_sample(sample):
-    args = _map(sample.args, _to_tpu)
-    kwargs = _map(sample.kwargs, _to_tpu)
-    if isinstance(kwargs.get("device"), (str, torch.device)):
-        kwargs["device"] = "tpu"
+def _device_to_tpu(v):
+    """A CPU device argument (x.to("cpu"), device="cpu") becomes tpu."""
+    if isinstance(v, (str, torch.device)) and str(v) == "cpu":
+        return "tpu"
+    return v
+
+
+def tpu_sample(sample, args_on_cpu=False):
+    args = sample.args if args_on_cpu else _map(sample.args, _to_tpu)
+    args = tuple(_device_to_tpu(v) for v in args)
+    kwargs = {k: _device_to_tpu(v) for k, v in _map(sample.kwargs, _to_tpu).items()}
     return _map(sample.input, _to_tpu), args, kwargs
 
 
@@ -231,7 +250,7 @@ def check(op, dtype, backward=False, max_samples=None, time_limit=None):
         try:
             torch_tpu.set_fallback_mode("silent")
             torch_tpu.reset_fallback_ops()
-            inp, args, kwargs = tpu_sample(sample)
+            inp, args, kwargs = tpu_sample(sample, op.name in ARGS_ON_CPU)
             if backward:
                 actual = _backward(op.op, inp, args, kwargs)
                 if actual is None:
@@ -373,8 +392,8 @@ def report(results, args, seconds):
            "ATen op ran on the CPU), **fail** (raised on tpu only, or mismatched), **unsupported** (by "
            "design, with its reason), **nosample** (the CPU rejected every sample; not counted).", "",
            "## Summary", "",
-           "| dtype | pass | ops | samples | native | fallback | fail | unsupported | native % |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| dtype | pass | ops | samples | native | fallback | fail | unsupported | native % | native % of supported |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for dtype in args.dtypes:
         for kind in ("fwd", "bwd"):
             rs = [r for r in results if r["dtype"] == dtype and r["pass"] == kind and r["status"] != "nosample"]
@@ -383,7 +402,7 @@ def report(results, args, seconds):
             c = Counter(r["status"] for r in rs)
             out.append(f"| {dtype} | {'forward' if kind == 'fwd' else 'backward'} | {len(rs)} | "
                        f"{sum(r['samples'] for r in rs)} | {c['native']} | {c['fallback']} | {c['fail']} | "
-                       f"{c['unsupported']} | **{_pct(c['native'], len(rs))}** |")
+                       f"{c['unsupported']} | **{_pct(c['native'], len(rs))}** | {_pct(c['native'], len(rs) - c['unsupported'])} |")
     out += ["", f"{len(by)} OpInfo entries (op name and variant) in the sweep.", ""]
     if UNSUPPORTED:
         out += ["## Unsupported by design", ""] + [f"- `{k}`: {v}" for k, v in sorted(UNSUPPORTED.items())] + [""]

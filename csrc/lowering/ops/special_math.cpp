@@ -294,7 +294,9 @@ TT_RULE({"aten::glu"}, [](Builder& b, const Args& a, const Context& c) {
                                                    std::to_string(dim) + " is size " + std::to_string(x.shape()[dim]));
   DType ct = upcast(c.out().dtype);
   auto [p, q] = halves(b, b.convert(x, ct), dim);
-  return Values{b.convert(b.mul(p, b.unary("stablehlo.logistic", q)), c.out().dtype)};
+  // The CPU kernel rounds sigmoid(b) to the tensor's dtype before the product.
+  Value s = b.convert(b.convert(b.unary("stablehlo.logistic", q), c.out().dtype), ct);
+  return Values{b.convert(b.mul(p, s), c.out().dtype)};
 });
 
 // glu_backward(grad, self, dim): d/da = g s(b); d/db = g a s(b) (1 - s(b)).
