@@ -334,4 +334,782 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
 
 # The heavy tier (other dtypes, first two samples).
-HEAVY = {}
+HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 120 / 125 (96.0%); '
+                                                  'Greatest absolute difference: 0.0010833740234375 at index '
+                                                  '(3, 4, 0) (up to 1e-05 allowed); Greatest relative '
+                                                  'difference: 1.4375 at index (3, 2, 0) (up to 0.016 '
+                                                  'allowed)',
+                       '_native_batch_norm_legit': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
+                                                   'are not close!; Mismatched elements: 122 / 125 (97.6%); '
+                                                   'Greatest absolute difference: 0.0016632080078125 at '
+                                                   'index (3, 4, 0) (up to 1e-05 allowed); Greatest relative '
+                                                   'difference: 1.0 at index (0, 0, 0) (up to 0.016 allowed)',
+                       '_segment_reduce.lengths': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
+                                                  'aten::segment_reduce',
+                       '_segment_reduce.offsets': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
+                                                  'aten::segment_reduce',
+                       'as_strided.partial_views': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes '
+                                                   'are not close!; Mismatched elements: 4 / 10 (40.0%); '
+                                                   'Greatest absolute difference: 1.0 at index (0,) (up to '
+                                                   '1e-05 allowed); Greatest relative difference: inf at '
+                                                   'index (0,) (up to 0.016 allowed)',
+                       'corrcoef': 'fallback: CPU fallback: aten::equal',
+                       'cov': 'fallback: CPU fallback: aten::equal',
+                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d, '
+                                          'aten::grid_sampler_2d_backward',
+                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
+                                          'aten::grid_sampler_3d_backward',
+                       'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
+                       'index_fill': 'fallback: CPU fallback: aten::_unique',
+                       'index_put': 'fail: sample 1: NotImplementedError: The register_meta function for '
+                                    'torch.nonzero() raises unimplemented by default, as a correct '
+                                    'data-independent implementation does not exist. This implementation '
+                                    'returns a fake value, assuming all elements of the tensor are non-zero. '
+                                    "To enable this registration, please set 'torch.fx.experimental._con",
+                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                       'mode': 'fallback: CPU fallback: aten::mode',
+                       'native_batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
+                                            'close!; Mismatched elements: 122 / 125 (97.6%); Greatest '
+                                            'absolute difference: 0.0016632080078125 at index (3, 4, 0) (up '
+                                            'to 1e-05 allowed); Greatest relative difference: 1.0 at index '
+                                            '(0, 0, 0) (up to 0.016 allowed)',
+                       'native_layer_norm': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are not '
+                                            'close!; Mismatched elements: 6 / 6 (100.0%); Greatest absolute '
+                                            'difference: 0.000522613525390625 at index (0, 1, 2) (up to '
+                                            '1e-05 allowed); Greatest relative difference: 1.0 at index (0, '
+                                            '0, 0) (up to 0.016 allowed)',
+                       'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
+                                                            'aten::_adaptive_avg_pool3d, '
+                                                            'aten::_adaptive_avg_pool3d_backward',
+                       'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
+                                                            'aten::adaptive_max_pool2d.out, '
+                                                            'aten::adaptive_max_pool2d_backward.grad_input',
+                       'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
+                                                            'aten::adaptive_max_pool2d.out, '
+                                                            'aten::adaptive_max_pool2d_backward.grad_input',
+                       'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
+                                                            'aten::adaptive_max_pool3d.out, '
+                                                            'aten::adaptive_max_pool3d_backward.grad_input',
+                       'nn.functional.batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
+                                                   'are not close!; Mismatched elements: 122 / 125 (97.6%); '
+                                                   'Greatest absolute difference: 0.0016632080078125 at '
+                                                   'index (3, 4, 0) (up to 1e-05 allowed); Greatest relative '
+                                                   'difference: 1.0 at index (0, 0, 0) (up to 0.016 allowed)',
+                       'nn.functional.cross_entropy': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
+                                                      'are not close!; Mismatched elements: 1 / 6 (16.7%); '
+                                                      'Greatest absolute difference: 0.00018310546875 at '
+                                                      'index (0, 2) (up to 1e-05 allowed); Greatest relative '
+                                                      'difference: 0.0194091796875 at index (0, 2) (up to '
+                                                      '0.016 allowed)',
+                       'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
+                                                      'aten::_embedding_bag_backward, '
+                                                      'aten::_embedding_bag_per_sample_weights_backward',
+                       'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
+                                                              'aten::fractional_max_pool2d.output, '
+                                                              'aten::fractional_max_pool2d_backward.grad_input',
+                       'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: grad[0]: '
+                                                              'Tensor-likes are not close!; Mismatched '
+                                                              'elements: 6 / 750 (0.8%); Greatest absolute '
+                                                              'difference: 1.0 at index (0, 2, 0, 1, 4) (up '
+                                                              'to 1e-05 allowed); Greatest relative '
+                                                              'difference: inf at index (0, 2, 1, 2, 0) (up '
+                                                              'to 0.016 allowed)',
+                       'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d, '
+                                                    'aten::grid_sampler_2d_backward',
+                       'nn.functional.instance_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
+                                                      'are not close!; Mismatched elements: 105 / 125 '
+                                                      '(84.0%); Greatest absolute difference: '
+                                                      '0.005950927734375 at index (1, 4, 1) (up to 1e-05 '
+                                                      'allowed); Greatest relative difference: 1.0 at index '
+                                                      '(0, 0, 0) (up to 0.016 allowed)',
+                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
+                                                            'aten::upsample_bicubic2d.out, '
+                                                            'aten::upsample_bicubic2d_backward.grad_input',
+                       'nn.functional.layer_norm': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes '
+                                                   'are not close!; Mismatched elements: 2 / 12 (16.7%); '
+                                                   'Greatest absolute difference: 0.005859375 at index (0, '
+                                                   '0, 2) (up to 1e-05 allowed); Greatest relative '
+                                                   'difference: 0.02490234375 at index (0, 0, 1) (up to '
+                                                   '0.016 allowed)',
+                       'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices, '
+                                                   'aten::max_pool3d_with_indices_backward',
+                       'nn.functional.multi_head_attention_forward': 'fail: sample 0: AssertionError: '
+                                                                     'grad[2]: Tensor-likes are not close!; '
+                                                                     'Mismatched elements: 6 / 12 (50.0%); '
+                                                                     'Greatest absolute difference: 211.0 at '
+                                                                     'index (0, 1, 1) (up to 1e-05 allowed); '
+                                                                     'Greatest relative difference: 19.75 at '
+                                                                     'index (0, 0, 0) (up to 0.016 allowed)',
+                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
+                                                               'aten::replication_pad2d, '
+                                                               'aten::replication_pad2d_backward',
+                       'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
+                       'nn.functional.softmin': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are '
+                                                'not close!; Mismatched elements: 4 / 25 (16.0%); Greatest '
+                                                'absolute difference: 0.0004425048828125 at index (3, 3) (up '
+                                                'to 1e-05 allowed); Greatest relative difference: 1.8828125 '
+                                                'at index (0, 3) (up to 0.016 allowed)',
+                       'nn.functional.unfold': 'fallback: CPU fallback: aten::col2im, aten::im2col',
+                       'polygamma.polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 1e-05 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.016 allowed)',
+                       'polygamma.polygamma_n_1': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'polygamma.polygamma_n_2': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'polygamma.polygamma_n_3': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'polygamma.polygamma_n_4': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'rsqrt': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                'Mismatched elements: 2 / 20 (10.0%); Greatest absolute difference: '
+                                '0.00244140625 at index (16,) (up to 1e-05 allowed); Greatest relative '
+                                'difference: 0.0196533203125 at index (16,) (up to 0.016 allowed)',
+                       'softmax': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                  'Mismatched elements: 10 / 25 (40.0%); Greatest absolute difference: '
+                                  '0.00055694580078125 at index (2, 3) (up to 1e-05 allowed); Greatest '
+                                  'relative difference: 0.87890625 at index (2, 3) (up to 0.016 allowed)',
+                       'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
+                       'special.polygamma.special_polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: '
+                                                                  'Tensor-likes are not close!; Mismatched '
+                                                                  'elements: 1 / 25 (4.0%); Greatest '
+                                                                  'absolute difference: 50.0 at index (0, 0) '
+                                                                  '(up to 1e-05 allowed); Greatest relative '
+                                                                  'difference: 4048.0 at index (0, 0) (up to '
+                                                                  '0.016 allowed)',
+                       'unfold': 'fallback: CPU fallback: aten::unfold_backward',
+                       'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
+ ('bfloat16', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
+                       '_native_batch_norm_legit': 'fail: sample 0: AssertionError: result[0]: Tensor-likes '
+                                                   'are not close!; Mismatched elements: 3 / 125 (2.4%); '
+                                                   'Greatest absolute difference: 0.0078125 at index (0, 0, '
+                                                   '3) (up to 1e-05 allowed); Greatest relative difference: '
+                                                   '0.109375 at index (4, 2, 4) (up to 0.016 allowed)',
+                       '_segment_reduce.lengths': 'fallback: CPU fallback: aten::segment_reduce',
+                       '_segment_reduce.offsets': 'fallback: CPU fallback: aten::segment_reduce',
+                       'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
+                                  'Mismatched elements: 7113 / 8000 (88.9%); Greatest absolute difference: '
+                                  '7974 at index (7314,); Greatest relative difference: 2728.0 at index '
+                                  '(4964,)',
+                       'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                   'not close!; Mismatched elements: 4 / 4 (100.0%); '
+                                                   'Greatest absolute difference: 12.125 at index (0, 0) (up '
+                                                   'to 1e-05 allowed); Greatest relative difference: '
+                                                   '3.578125 at index (1, 0) (up to 0.016 allowed)',
+                       'corrcoef': 'fallback: CPU fallback: aten::equal',
+                       'cov': 'fallback: CPU fallback: aten::equal',
+                       'equal': 'fallback: CPU fallback: aten::equal',
+                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
+                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
+                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
+                       'i0': 'fallback: CPU fallback: aten::i0.out',
+                       'igamma': 'fallback: CPU fallback: aten::igamma.out',
+                       'igammac': 'fallback: CPU fallback: aten::igammac.out',
+                       'index_add': 'fail: sample 0: AssertionError: result: Scalars are not close!; '
+                                    'Expected -6.75 but got -10.25.; Absolute difference: 3.5 (up to 1e-05 '
+                                    'allowed); Relative difference: 0.5185185185185185 (up to 0.016 allowed)',
+                       'index_put': 'fallback: CPU fallback: aten::index_put',
+                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
+                       'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                       'mode': 'fallback: CPU fallback: aten::mode',
+                       'native_batch_norm': 'fail: sample 0: AssertionError: result[0]: Tensor-likes are not '
+                                            'close!; Mismatched elements: 3 / 125 (2.4%); Greatest absolute '
+                                            'difference: 0.0078125 at index (0, 0, 3) (up to 1e-05 allowed); '
+                                            'Greatest relative difference: 0.109375 at index (4, 2, 4) (up '
+                                            'to 0.016 allowed)',
+                       'native_layer_norm': 'fail: sample 0: AssertionError: result[1]: dtype torch.float32 '
+                                            '!= torch.bfloat16',
+                       'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
+                                                            'aten::_adaptive_avg_pool3d',
+                       'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
+                                                            'aten::adaptive_max_pool2d.out',
+                       'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
+                                                            'aten::adaptive_max_pool2d.out',
+                       'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
+                                                            'aten::adaptive_max_pool3d.out',
+                       'nn.functional.batch_norm': 'fail: sample 0: AssertionError: result: Tensor-likes are '
+                                                   'not close!; Mismatched elements: 3 / 125 (2.4%); '
+                                                   'Greatest absolute difference: 0.0078125 at index (0, 0, '
+                                                   '3) (up to 1e-05 allowed); Greatest relative difference: '
+                                                   '0.109375 at index (4, 2, 4) (up to 0.016 allowed)',
+                       'nn.functional.embedding_bag': 'fallback: CPU fallback: '
+                                                      'aten::_embedding_bag_forward_only',
+                       'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
+                                                              'aten::fractional_max_pool2d.output',
+                       'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: result: '
+                                                              'Tensor-likes are not close!; Mismatched '
+                                                              'elements: 3 / 72 (4.2%); Greatest absolute '
+                                                              'difference: 3.21875 at index (0, 2, 1, 1, 1) '
+                                                              '(up to 1e-05 allowed); Greatest relative '
+                                                              'difference: 0.9296875 at index (0, 2, 1, 1, '
+                                                              '1) (up to 0.016 allowed)',
+                       'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d',
+                       'nn.functional.instance_norm': 'fail: sample 0: AssertionError: result: Tensor-likes '
+                                                      'are not close!; Mismatched elements: 7 / 125 (5.6%); '
+                                                      'Greatest absolute difference: 0.013671875 at index '
+                                                      '(4, 4, 2) (up to 1e-05 allowed); Greatest relative '
+                                                      'difference: 0.15234375 at index (1, 3, 1) (up to '
+                                                      '0.016 allowed)',
+                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
+                                                            'aten::upsample_bicubic2d.out',
+                       'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
+                       'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
+                                                                     'result[0]: Tensor-likes are not '
+                                                                     'close!; Mismatched elements: 2 / 6 '
+                                                                     '(33.3%); Greatest absolute difference: '
+                                                                     '328.0 at index (0, 0) (up to 1e-05 '
+                                                                     'allowed); Greatest relative '
+                                                                     'difference: 1.0390625 at index (0, 1) '
+                                                                     '(up to 0.016 allowed)',
+                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
+                                                               'aten::replication_pad2d',
+                       'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
+                       'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
+                       'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
+                       'polygamma.polygamma_n_0': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 1e-05 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.016 allowed)',
+                       'polygamma.polygamma_n_1': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'polygamma.polygamma_n_2': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'polygamma.polygamma_n_3': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'polygamma.polygamma_n_4': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
+                                                  'allowed); Greatest relative difference: 4048.0 at index '
+                                                  '(0, 0) (up to 0.1 allowed)',
+                       'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
+                               'Mismatched elements: 7113 / 8000 (88.9%); Greatest absolute difference: 7974 '
+                               'at index (7314,); Greatest relative difference: 2728.0 at index (4964,)',
+                       'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
+                       'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
+                       'special.polygamma.special_polygamma_n_0': 'fail: sample 1: AssertionError: result: '
+                                                                  'Tensor-likes are not close!; Mismatched '
+                                                                  'elements: 1 / 25 (4.0%); Greatest '
+                                                                  'absolute difference: 50.0 at index (0, 0) '
+                                                                  '(up to 1e-05 allowed); Greatest relative '
+                                                                  'difference: 4048.0 at index (0, 0) (up to '
+                                                                  '0.016 allowed)',
+                       'topk': 'fail: sample 1: AssertionError: result[1]: Tensor-likes are not equal!; '
+                               'Mismatched elements: 4 / 75 (5.3%); Greatest absolute difference: 7 at index '
+                               '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)',
+                       'unique': 'fallback: CPU fallback: aten::_unique2',
+                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+ ('bool', 'fwd'): {'addr': 'fallback: CPU fallback: aten::addr',
+                   'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
+                              'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 '
+                              'at index (7985,); Greatest relative difference: inf at index (7985,)',
+                   'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
+                                               'equal!; Mismatched elements: 3 / 4 (75.0%); Greatest '
+                                               'absolute difference: 1 at index (0, 0); Greatest relative '
+                                               'difference: inf at index (0, 1)',
+                   'clamp_max': 'fallback: CPU fallback: aten::clamp_max.Tensor',
+                   'clamp_min': 'fallback: CPU fallback: aten::clamp_min.Tensor',
+                   'equal': 'fallback: CPU fallback: aten::equal',
+                   'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
+                   'i0': 'fallback: CPU fallback: aten::i0.out',
+                   'index_put': 'fallback: CPU fallback: aten::index_put',
+                   'mode': 'fallback: CPU fallback: aten::mode',
+                   'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
+                   'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
+                   'polygamma.polygamma_n_0': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
+                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
+                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
+                                              'allowed); Greatest relative difference: nan at index (0, 2) '
+                                              '(up to 1.3e-06 allowed)',
+                   'polygamma.polygamma_n_1': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
+                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
+                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
+                                              'allowed); Greatest relative difference: nan at index (0, 2) '
+                                              '(up to 1.3e-06 allowed)',
+                   'polygamma.polygamma_n_2': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
+                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
+                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
+                                              'allowed); Greatest relative difference: nan at index (0, 2) '
+                                              '(up to 1.3e-06 allowed)',
+                   'polygamma.polygamma_n_3': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
+                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
+                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
+                                              'allowed); Greatest relative difference: nan at index (0, 2) '
+                                              '(up to 1.3e-06 allowed)',
+                   'polygamma.polygamma_n_4': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
+                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
+                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
+                                              'allowed); Greatest relative difference: nan at index (0, 2) '
+                                              '(up to 1.3e-06 allowed)',
+                   'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
+                           'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 at '
+                           'index (7985,); Greatest relative difference: inf at index (7985,)',
+                   'special.airy_ai': 'fallback: CPU fallback: aten::special_airy_ai.out',
+                   'special.bessel_j0': 'fallback: CPU fallback: aten::special_bessel_j0.out',
+                   'special.bessel_j1': 'fallback: CPU fallback: aten::special_bessel_j1.out',
+                   'special.bessel_y0': 'fallback: CPU fallback: aten::special_bessel_y0.out',
+                   'special.bessel_y1': 'fallback: CPU fallback: aten::special_bessel_y1.out',
+                   'special.chebyshev_polynomial_t': 'fallback: CPU fallback: '
+                                                     'aten::special_chebyshev_polynomial_t.out',
+                   'special.chebyshev_polynomial_u': 'fallback: CPU fallback: '
+                                                     'aten::special_chebyshev_polynomial_u.out',
+                   'special.chebyshev_polynomial_v': 'fallback: CPU fallback: '
+                                                     'aten::special_chebyshev_polynomial_v.out',
+                   'special.chebyshev_polynomial_w': 'fallback: CPU fallback: '
+                                                     'aten::special_chebyshev_polynomial_w.out',
+                   'special.erfcx': 'fallback: CPU fallback: aten::special_erfcx.out',
+                   'special.hermite_polynomial_h': 'fallback: CPU fallback: '
+                                                   'aten::special_hermite_polynomial_h.out',
+                   'special.hermite_polynomial_he': 'fallback: CPU fallback: '
+                                                    'aten::special_hermite_polynomial_he.out',
+                   'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
+                   'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
+                   'special.laguerre_polynomial_l': 'fallback: CPU fallback: '
+                                                    'aten::special_laguerre_polynomial_l.out',
+                   'special.legendre_polynomial_p': 'fallback: CPU fallback: '
+                                                    'aten::special_legendre_polynomial_p.out',
+                   'special.log_ndtr': 'fallback: CPU fallback: aten::special_log_ndtr.out',
+                   'special.modified_bessel_i0': 'fallback: CPU fallback: '
+                                                 'aten::special_modified_bessel_i0.out',
+                   'special.modified_bessel_i1': 'fallback: CPU fallback: '
+                                                 'aten::special_modified_bessel_i1.out',
+                   'special.modified_bessel_k0': 'fallback: CPU fallback: '
+                                                 'aten::special_modified_bessel_k0.out',
+                   'special.modified_bessel_k1': 'fallback: CPU fallback: '
+                                                 'aten::special_modified_bessel_k1.out',
+                   'special.polygamma.special_polygamma_n_0': 'fail: sample 1: AssertionError: result: '
+                                                              'Tensor-likes are not close!; Mismatched '
+                                                              'elements: 15 / 25 (60.0%); Greatest absolute '
+                                                              'difference: nan at index (0, 2) (up to 1e-05 '
+                                                              'allowed); Greatest relative difference: nan '
+                                                              'at index (0, 2) (up to 1.3e-06 allowed)',
+                   'special.scaled_modified_bessel_k0': 'fallback: CPU fallback: '
+                                                        'aten::special_scaled_modified_bessel_k0.out',
+                   'special.scaled_modified_bessel_k1': 'fallback: CPU fallback: '
+                                                        'aten::special_scaled_modified_bessel_k1.out',
+                   'special.shifted_chebyshev_polynomial_t': 'fallback: CPU fallback: '
+                                                             'aten::special_shifted_chebyshev_polynomial_t.out',
+                   'special.shifted_chebyshev_polynomial_u': 'fallback: CPU fallback: '
+                                                             'aten::special_shifted_chebyshev_polynomial_u.out',
+                   'special.shifted_chebyshev_polynomial_v': 'fallback: CPU fallback: '
+                                                             'aten::special_shifted_chebyshev_polynomial_v.out',
+                   'special.shifted_chebyshev_polynomial_w': 'fallback: CPU fallback: '
+                                                             'aten::special_shifted_chebyshev_polynomial_w.out',
+                   'special.spherical_bessel_j0': 'fallback: CPU fallback: '
+                                                  'aten::special_spherical_bessel_j0.out',
+                   'special.zeta': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
+                                   'Mismatched elements: 2 / 5 (40.0%); Greatest absolute difference: nan at '
+                                   'index (2,) (up to 1e-05 allowed); Greatest relative difference: nan at '
+                                   'index (2,) (up to 1.3e-06 allowed)',
+                   'unique': 'fallback: CPU fallback: aten::_unique2',
+                   'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+ ('float16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                 'not close!; Mismatched elements: 87 / 125 (69.6%); '
+                                                 'Greatest absolute difference: 0.00026988983154296875 at '
+                                                 'index (2, 0, 2) (up to 1e-05 allowed); Greatest relative '
+                                                 'difference: 0.984375 at index (0, 0, 0) (up to 0.001 '
+                                                 'allowed)',
+                      '_native_batch_norm_legit': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 91 / 125 (72.8%); '
+                                                  'Greatest absolute difference: 0.00027441978454589844 at '
+                                                  'index (2, 0, 2) (up to 1e-05 allowed); Greatest relative '
+                                                  'difference: 1.0 at index (0, 0, 0) (up to 0.001 allowed)',
+                      '_segment_reduce.lengths': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
+                                                 'aten::segment_reduce',
+                      '_segment_reduce.offsets': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
+                                                 'aten::segment_reduce',
+                      'as_strided.partial_views': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 4 / 10 (40.0%); Greatest '
+                                                  'absolute difference: 1.0 at index (0,) (up to 1e-05 '
+                                                  'allowed); Greatest relative difference: inf at index (0,) '
+                                                  '(up to 0.001 allowed)',
+                      'corrcoef': 'fallback: CPU fallback: aten::equal',
+                      'cov': 'fallback: CPU fallback: aten::equal',
+                      'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d, '
+                                         'aten::grid_sampler_2d_backward',
+                      'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
+                                         'aten::grid_sampler_3d_backward',
+                      'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
+                      'index_fill': 'fallback: CPU fallback: aten::_unique',
+                      'index_put': 'fail: sample 1: NotImplementedError: The register_meta function for '
+                                   'torch.nonzero() raises unimplemented by default, as a correct '
+                                   'data-independent implementation does not exist. This implementation '
+                                   'returns a fake value, assuming all elements of the tensor are non-zero. '
+                                   "To enable this registration, please set 'torch.fx.experimental._con",
+                      'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                      'mode': 'fallback: CPU fallback: aten::mode',
+                      'native_batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
+                                           'close!; Mismatched elements: 91 / 125 (72.8%); Greatest absolute '
+                                           'difference: 0.00027441978454589844 at index (2, 0, 2) (up to '
+                                           '1e-05 allowed); Greatest relative difference: 1.0 at index (0, '
+                                           '0, 0) (up to 0.001 allowed)',
+                      'native_layer_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
+                                           'close!; Mismatched elements: 1 / 6 (16.7%); Greatest absolute '
+                                           'difference: 0.000244140625 at index (0, 0, 2) (up to 1e-05 '
+                                           'allowed); Greatest relative difference: 0.001068115234375 at '
+                                           'index (0, 0, 2) (up to 0.001 allowed)',
+                      'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
+                                                           'aten::_adaptive_avg_pool3d, '
+                                                           'aten::_adaptive_avg_pool3d_backward',
+                      'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
+                                                           'aten::adaptive_max_pool2d.out, '
+                                                           'aten::adaptive_max_pool2d_backward.grad_input',
+                      'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
+                                                           'aten::adaptive_max_pool2d.out, '
+                                                           'aten::adaptive_max_pool2d_backward.grad_input',
+                      'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
+                                                           'aten::adaptive_max_pool3d.out, '
+                                                           'aten::adaptive_max_pool3d_backward.grad_input',
+                      'nn.functional.batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 91 / 125 (72.8%); '
+                                                  'Greatest absolute difference: 0.00027441978454589844 at '
+                                                  'index (2, 0, 2) (up to 1e-05 allowed); Greatest relative '
+                                                  'difference: 1.0 at index (0, 0, 0) (up to 0.001 allowed)',
+                      'nn.functional.cross_entropy': 'fail: sample 1: AssertionError: grad[1]: Tensor-likes '
+                                                     'are not close!; Mismatched elements: 2 / 6 (33.3%); '
+                                                     'Greatest absolute difference: 0.0002346038818359375 at '
+                                                     'index (1, 2) (up to 1e-05 allowed); Greatest relative '
+                                                     'difference: 0.160400390625 at index (1, 2) (up to '
+                                                     '0.001 allowed)',
+                      'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
+                                                     'aten::_embedding_bag_backward, '
+                                                     'aten::_embedding_bag_per_sample_weights_backward',
+                      'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
+                                                             'aten::fractional_max_pool2d.output, '
+                                                             'aten::fractional_max_pool2d_backward.grad_input',
+                      'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: grad[0]: '
+                                                             'Tensor-likes are not close!; Mismatched '
+                                                             'elements: 6 / 750 (0.8%); Greatest absolute '
+                                                             'difference: 1.0 at index (0, 2, 0, 1, 4) (up '
+                                                             'to 1e-05 allowed); Greatest relative '
+                                                             'difference: inf at index (0, 2, 1, 2, 0) (up '
+                                                             'to 0.001 allowed)',
+                      'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d, '
+                                                   'aten::grid_sampler_2d_backward',
+                      'nn.functional.instance_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
+                                                     'are not close!; Mismatched elements: 109 / 125 '
+                                                     '(87.2%); Greatest absolute difference: '
+                                                     '0.001255035400390625 at index (0, 4, 1) (up to 1e-05 '
+                                                     'allowed); Greatest relative difference: 1.0 at index '
+                                                     '(0, 1, 0) (up to 0.001 allowed)',
+                      'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
+                                                           'aten::upsample_bicubic2d.out, '
+                                                           'aten::upsample_bicubic2d_backward.grad_input',
+                      'nn.functional.layer_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 1 / 6 (16.7%); Greatest '
+                                                  'absolute difference: 0.000244140625 at index (0, 0, 2) '
+                                                  '(up to 1e-05 allowed); Greatest relative difference: '
+                                                  '0.001068115234375 at index (0, 0, 2) (up to 0.001 '
+                                                  'allowed)',
+                      'nn.functional.linear_cross_entropy.chunked': 'fail: sample 1: AssertionError: '
+                                                                    'grad[0]: Tensor-likes are not close!; '
+                                                                    'Mismatched elements: 1 / 24 (4.2%); '
+                                                                    'Greatest absolute difference: '
+                                                                    '6.103515625e-05 at index (5, 2) (up to '
+                                                                    '1e-05 allowed); Greatest relative '
+                                                                    'difference: 0.00534820556640625 at '
+                                                                    'index (5, 2) (up to 0.001 allowed)',
+                      'nn.functional.linear_cross_entropy.chunked_none': 'fail: sample 1: AssertionError: '
+                                                                         'grad[0]: Tensor-likes are not '
+                                                                         'close!; Mismatched elements: 3 / '
+                                                                         '24 (12.5%); Greatest absolute '
+                                                                         'difference: 0.00048828125 at index '
+                                                                         '(5, 2) (up to 1e-05 allowed); '
+                                                                         'Greatest relative difference: '
+                                                                         '0.00534820556640625 at index (5, '
+                                                                         '2) (up to 0.001 allowed)',
+                      'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices, '
+                                                  'aten::max_pool3d_with_indices_backward',
+                      'nn.functional.multi_head_attention_forward': 'fail: sample 0: AssertionError: '
+                                                                    'grad[2]: Tensor-likes are not close!; '
+                                                                    'Mismatched elements: 6 / 12 (50.0%); '
+                                                                    'Greatest absolute difference: 211.125 '
+                                                                    'at index (0, 1, 1) (up to 1e-05 '
+                                                                    'allowed); Greatest relative difference: '
+                                                                    '19.84375 at index (0, 0, 0) (up to '
+                                                                    '0.001 allowed)',
+                      'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
+                                                              'aten::replication_pad2d, '
+                                                              'aten::replication_pad2d_backward',
+                      'nn.functional.unfold': 'fallback: CPU fallback: aten::col2im, aten::im2col',
+                      'polygamma.polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                 'absolute difference: 33.21875 at index (0, 0) (up to 1e-05 '
+                                                 'allowed); Greatest relative difference: 7.2421875 at index '
+                                                 '(0, 0) (up to 0.001 allowed)',
+                      'prod': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are not close!; '
+                              'Mismatched elements: 2 / 125 (1.6%); Greatest absolute difference: '
+                              '0.0001220703125 at index (3, 1, 1) (up to 1e-05 allowed); Greatest relative '
+                              'difference: 0.00113677978515625 at index (3, 1, 1) (up to 0.001 allowed)',
+                      'rsqrt': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                               'Mismatched elements: 4 / 20 (20.0%); Greatest absolute difference: '
+                               '0.000244140625 at index (14,) (up to 1e-05 allowed); Greatest relative '
+                               'difference: 0.001949310302734375 at index (14,) (up to 0.001 allowed)',
+                      'softmax': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                 'Mismatched elements: 2 / 25 (8.0%); Greatest absolute difference: '
+                                 '3.5703182220458984e-05 at index (2, 1) (up to 1e-05 allowed); Greatest '
+                                 'relative difference: 4.1875 at index (2, 1) (up to 0.001 allowed)',
+                      'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
+                      'special.polygamma.special_polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: '
+                                                                 'Tensor-likes are not close!; Mismatched '
+                                                                 'elements: 1 / 25 (4.0%); Greatest absolute '
+                                                                 'difference: 33.21875 at index (0, 0) (up '
+                                                                 'to 1e-05 allowed); Greatest relative '
+                                                                 'difference: 7.2421875 at index (0, 0) (up '
+                                                                 'to 0.001 allowed)',
+                      'unfold': 'fallback: CPU fallback: aten::unfold_backward',
+                      'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
+ ('float16', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
+                      '_native_batch_norm_legit': 'fail: sample 0: AssertionError: result[0]: Tensor-likes '
+                                                  'are not close!; Mismatched elements: 6 / 125 (4.8%); '
+                                                  'Greatest absolute difference: 0.000732421875 at index (0, '
+                                                  '0, 3) (up to 1e-05 allowed); Greatest relative '
+                                                  'difference: 0.00908660888671875 at index (4, 2, 4) (up to '
+                                                  '0.001 allowed)',
+                      '_segment_reduce.lengths': 'fallback: CPU fallback: aten::segment_reduce',
+                      '_segment_reduce.offsets': 'fallback: CPU fallback: aten::segment_reduce',
+                      'addr': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
+                              'Mismatched elements: 1 / 50 (2.0%); Greatest absolute difference: '
+                              '0.0029296875 at index (2, 8) (up to 1e-05 allowed); Greatest relative '
+                              'difference: 0.002758026123046875 at index (2, 8) (up to 0.001 allowed)',
+                      'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
+                                 'Mismatched elements: 3917 / 8000 (49.0%); Greatest absolute difference: '
+                                 '7944 at index (4299,); Greatest relative difference: 5398.0 at index '
+                                 '(4385,)',
+                      'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 4 / 4 (100.0%); Greatest '
+                                                  'absolute difference: 12.0859375 at index (0, 0) (up to '
+                                                  '1e-05 allowed); Greatest relative difference: 3.5703125 '
+                                                  'at index (1, 0) (up to 0.001 allowed)',
+                      'corrcoef': 'fallback: CPU fallback: aten::equal',
+                      'cov': 'fallback: CPU fallback: aten::equal',
+                      'equal': 'fallback: CPU fallback: aten::equal',
+                      'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
+                      'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
+                      'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
+                      'i0': 'fallback: CPU fallback: aten::i0.out',
+                      'igamma': 'fallback: CPU fallback: aten::igamma.out',
+                      'igammac': 'fallback: CPU fallback: aten::igammac.out',
+                      'index_add': 'fail: sample 0: AssertionError: result: Scalars are not close!; Expected '
+                                   '-6.7109375 but got -10.2421875.; Absolute difference: 3.53125 (up to '
+                                   '1e-05 allowed); Relative difference: 0.5261932479627474 (up to 0.001 '
+                                   'allowed)',
+                      'index_put': 'fallback: CPU fallback: aten::index_put',
+                      'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
+                      'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                      'mode': 'fallback: CPU fallback: aten::mode',
+                      'native_batch_norm': 'fail: sample 0: AssertionError: result[0]: Tensor-likes are not '
+                                           'close!; Mismatched elements: 6 / 125 (4.8%); Greatest absolute '
+                                           'difference: 0.000732421875 at index (0, 0, 3) (up to 1e-05 '
+                                           'allowed); Greatest relative difference: 0.00908660888671875 at '
+                                           'index (4, 2, 4) (up to 0.001 allowed)',
+                      'native_layer_norm': 'fail: sample 0: AssertionError: result[1]: dtype torch.float32 '
+                                           '!= torch.float16',
+                      'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
+                                                           'aten::_adaptive_avg_pool3d',
+                      'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
+                                                           'aten::adaptive_max_pool2d.out',
+                      'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
+                                                           'aten::adaptive_max_pool2d.out',
+                      'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
+                                                           'aten::adaptive_max_pool3d.out',
+                      'nn.functional.batch_norm': 'fail: sample 0: AssertionError: result: Tensor-likes are '
+                                                  'not close!; Mismatched elements: 6 / 125 (4.8%); Greatest '
+                                                  'absolute difference: 0.000732421875 at index (0, 0, 3) '
+                                                  '(up to 1e-05 allowed); Greatest relative difference: '
+                                                  '0.00908660888671875 at index (4, 2, 4) (up to 0.001 '
+                                                  'allowed)',
+                      'nn.functional.conv_transpose2d': 'fail: sample 0: AssertionError: result: '
+                                                        'Tensor-likes are not close!; Mismatched elements: 1 '
+                                                        '/ 108 (0.9%); Greatest absolute difference: '
+                                                        '0.00537109375 at index (0, 2, 3, 2) (up to 0.001 '
+                                                        'allowed); Greatest relative difference: '
+                                                        '0.006084442138671875 at index (0, 2, 3, 2) (up to '
+                                                        '0.004 allowed)',
+                      'nn.functional.embedding_bag': 'fallback: CPU fallback: '
+                                                     'aten::_embedding_bag_forward_only',
+                      'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
+                                                             'aten::fractional_max_pool2d.output',
+                      'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: result: '
+                                                             'Tensor-likes are not close!; Mismatched '
+                                                             'elements: 3 / 72 (4.2%); Greatest absolute '
+                                                             'difference: 3.232421875 at index (0, 2, 1, 1, '
+                                                             '1) (up to 1e-05 allowed); Greatest relative '
+                                                             'difference: 0.93115234375 at index (0, 2, 1, '
+                                                             '1, 1) (up to 0.001 allowed)',
+                      'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d',
+                      'nn.functional.instance_norm': 'fail: sample 0: AssertionError: result: Tensor-likes '
+                                                     'are not close!; Mismatched elements: 6 / 125 (4.8%); '
+                                                     'Greatest absolute difference: 0.001953125 at index (1, '
+                                                     '4, 0) (up to 1e-05 allowed); Greatest relative '
+                                                     'difference: 0.0180206298828125 at index (1, 0, 0) (up '
+                                                     'to 0.001 allowed)',
+                      'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
+                                                           'aten::upsample_bicubic2d.out',
+                      'nn.functional.linear_cross_entropy.chunked_none': 'fail: sample 1: AssertionError: '
+                                                                         'result: Tensor-likes are not '
+                                                                         'close!; Mismatched elements: 1 / 8 '
+                                                                         '(12.5%); Greatest absolute '
+                                                                         'difference: 0.00018310546875 at '
+                                                                         'index (1,) (up to 1e-05 allowed); '
+                                                                         'Greatest relative difference: '
+                                                                         '0.0015869140625 at index (1,) (up '
+                                                                         'to 0.001 allowed)',
+                      'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
+                      'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
+                                                                    'result[0]: Tensor-likes are not close!; '
+                                                                    'Mismatched elements: 2 / 6 (33.3%); '
+                                                                    'Greatest absolute difference: 325.75 at '
+                                                                    'index (0, 0) (up to 1e-05 allowed); '
+                                                                    'Greatest relative difference: '
+                                                                    '1.04296875 at index (0, 1) (up to 0.001 '
+                                                                    'allowed)',
+                      'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
+                                                              'aten::replication_pad2d',
+                      'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
+                      'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
+                      'polygamma.polygamma_n_0': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
+                                                 'absolute difference: 33.21875 at index (0, 0) (up to 1e-05 '
+                                                 'allowed); Greatest relative difference: 7.2421875 at index '
+                                                 '(0, 0) (up to 0.001 allowed)',
+                      'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
+                              'Mismatched elements: 3917 / 8000 (49.0%); Greatest absolute difference: 7944 '
+                              'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)',
+                      'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
+                      'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
+                      'special.polygamma.special_polygamma_n_0': 'fail: sample 1: AssertionError: result: '
+                                                                 'Tensor-likes are not close!; Mismatched '
+                                                                 'elements: 1 / 25 (4.0%); Greatest absolute '
+                                                                 'difference: 33.21875 at index (0, 0) (up '
+                                                                 'to 1e-05 allowed); Greatest relative '
+                                                                 'difference: 7.2421875 at index (0, 0) (up '
+                                                                 'to 0.001 allowed)',
+                      'unique': 'fallback: CPU fallback: aten::_unique2',
+                      'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+ ('int64', 'fwd'): {'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
+                                                'not equal!; Mismatched elements: 4 / 4 (100.0%); Greatest '
+                                                'absolute difference: 13 at index (0, 0); Greatest relative '
+                                                'difference: inf at index (1, 1)',
+                    'bincount': 'fallback: CPU fallback: aten::bincount',
+                    'bitwise_left_shift': 'fallback: CPU fallback: aten::bitwise_left_shift.Tensor_out',
+                    'bitwise_right_shift': 'fallback: CPU fallback: aten::bitwise_right_shift.Tensor_out',
+                    'corrcoef': 'fallback: CPU fallback: aten::equal',
+                    'cov': 'fallback: CPU fallback: aten::equal',
+                    'equal': 'fallback: CPU fallback: aten::equal',
+                    'gcd': 'fallback: CPU fallback: aten::gcd.out',
+                    'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
+                    'i0': 'fallback: CPU fallback: aten::i0.out',
+                    'index_add': 'fail: sample 0: AssertionError: result: Scalars are not equal!; Expected '
+                                 '-14 but got -2.; Absolute difference: 12; Relative difference: '
+                                 '0.8571428571428571',
+                    'index_put': 'fallback: CPU fallback: aten::index_put',
+                    'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
+                    'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
+                    'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
+                    'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
+                    'kthvalue': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
+                                'Mismatched elements: 6 / 25 (24.0%); Greatest absolute difference: 3 at '
+                                'index (1, 0); Greatest relative difference: inf at index (0, 1)',
+                    'lcm': 'fallback: CPU fallback: aten::lcm.out',
+                    'linspace': 'fallback: CPU fallback: aten::linspace',
+                    'linspace.tensor_overload': 'fallback: CPU fallback: aten::linspace',
+                    'logspace': 'fallback: CPU fallback: aten::logspace',
+                    'logspace.tensor_overload': 'fallback: CPU fallback: aten::logspace',
+                    'mode': 'fallback: CPU fallback: aten::mode',
+                    'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d.out',
+                    'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
+                    'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: aten::replication_pad2d',
+                    'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
+                    'special.airy_ai': 'fallback: CPU fallback: aten::special_airy_ai.out',
+                    'special.bessel_j0': 'fallback: CPU fallback: aten::special_bessel_j0.out',
+                    'special.bessel_j1': 'fallback: CPU fallback: aten::special_bessel_j1.out',
+                    'special.bessel_y0': 'fallback: CPU fallback: aten::special_bessel_y0.out',
+                    'special.bessel_y1': 'fallback: CPU fallback: aten::special_bessel_y1.out',
+                    'special.chebyshev_polynomial_t': 'fallback: CPU fallback: '
+                                                      'aten::special_chebyshev_polynomial_t.out',
+                    'special.chebyshev_polynomial_u': 'fallback: CPU fallback: '
+                                                      'aten::special_chebyshev_polynomial_u.out',
+                    'special.chebyshev_polynomial_v': 'fallback: CPU fallback: '
+                                                      'aten::special_chebyshev_polynomial_v.out',
+                    'special.chebyshev_polynomial_w': 'fallback: CPU fallback: '
+                                                      'aten::special_chebyshev_polynomial_w.out',
+                    'special.erfcx': 'fallback: CPU fallback: aten::special_erfcx.out',
+                    'special.hermite_polynomial_h': 'fallback: CPU fallback: '
+                                                    'aten::special_hermite_polynomial_h.out',
+                    'special.hermite_polynomial_he': 'fallback: CPU fallback: '
+                                                     'aten::special_hermite_polynomial_he.out',
+                    'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
+                    'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
+                    'special.laguerre_polynomial_l': 'fallback: CPU fallback: '
+                                                     'aten::special_laguerre_polynomial_l.out',
+                    'special.legendre_polynomial_p': 'fallback: CPU fallback: '
+                                                     'aten::special_legendre_polynomial_p.out',
+                    'special.log_ndtr': 'fallback: CPU fallback: aten::special_log_ndtr.out',
+                    'special.modified_bessel_i0': 'fallback: CPU fallback: '
+                                                  'aten::special_modified_bessel_i0.out',
+                    'special.modified_bessel_i1': 'fallback: CPU fallback: '
+                                                  'aten::special_modified_bessel_i1.out',
+                    'special.modified_bessel_k0': 'fallback: CPU fallback: '
+                                                  'aten::special_modified_bessel_k0.out',
+                    'special.modified_bessel_k1': 'fallback: CPU fallback: '
+                                                  'aten::special_modified_bessel_k1.out',
+                    'special.scaled_modified_bessel_k0': 'fallback: CPU fallback: '
+                                                         'aten::special_scaled_modified_bessel_k0.out',
+                    'special.scaled_modified_bessel_k1': 'fallback: CPU fallback: '
+                                                         'aten::special_scaled_modified_bessel_k1.out',
+                    'special.shifted_chebyshev_polynomial_t': 'fallback: CPU fallback: '
+                                                              'aten::special_shifted_chebyshev_polynomial_t.out',
+                    'special.shifted_chebyshev_polynomial_u': 'fallback: CPU fallback: '
+                                                              'aten::special_shifted_chebyshev_polynomial_u.out',
+                    'special.shifted_chebyshev_polynomial_v': 'fallback: CPU fallback: '
+                                                              'aten::special_shifted_chebyshev_polynomial_v.out',
+                    'special.shifted_chebyshev_polynomial_w': 'fallback: CPU fallback: '
+                                                              'aten::special_shifted_chebyshev_polynomial_w.out',
+                    'special.spherical_bessel_j0': 'fallback: CPU fallback: '
+                                                   'aten::special_spherical_bessel_j0.out',
+                    'topk': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
+                            'Mismatched elements: 16 / 150 (10.7%); Greatest absolute difference: 4 at index '
+                            '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)',
+                    'tril_indices': 'fallback: CPU fallback: aten::tril_indices',
+                    'triu_indices': 'fallback: CPU fallback: aten::triu_indices',
+                    'unique': 'fallback: CPU fallback: aten::_unique2',
+                    'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
