@@ -1,10 +1,9 @@
 """PyTorch's OpInfo database on tpu, compared with the CPU (torch_tpu.coverage).
 
 CI tier: every op_db entry that lists float32, forward and backward, on its
-first sample that the CPU accepts (SAMPLES; one keeps the tier within its
-share of the CI time on a 2-core machine). Heavy tier (TORCH_TPU_HEAVY=1):
-bfloat16, float16, int64 and bool on the first HEAVY_SAMPLES samples (the
-bound docs/coverage.md is generated with). An op that does not pass natively is listed in
+first SAMPLES samples that the CPU accepts. Heavy tier (TORCH_TPU_HEAVY=1):
+bfloat16, float16, int64 and bool, the same way. docs/coverage.md is generated
+with the same bound. An op that does not pass natively is listed in
 tests/opinfo_expected.py with its reason and marked strict xfail, so a fix
 shows up as XPASS; ops unsupported by design skip with the reason from
 torch_tpu.coverage.UNSUPPORTED. Refresh the list with
@@ -18,8 +17,7 @@ from torch_tpu import coverage
 
 import opinfo_expected
 
-SAMPLES = 1
-HEAVY_SAMPLES = 2
+SAMPLES = 2
 HEAVY = os.environ.get("TORCH_TPU_HEAVY") == "1"
 OP_DB = coverage.load_op_db()
 
@@ -52,4 +50,4 @@ def test_opinfo(op, dtype, bwd):
 @pytest.mark.skipif(not HEAVY, reason="heavy tier: set TORCH_TPU_HEAVY=1")
 @pytest.mark.parametrize("op,dtype,bwd", _params(["bfloat16", "float16", "int64", "bool"], opinfo_expected.HEAVY))
 def test_opinfo_other_dtypes(op, dtype, bwd):
-    _check(op, dtype, bwd, HEAVY_SAMPLES)
+    _check(op, dtype, bwd, SAMPLES)
