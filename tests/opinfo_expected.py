@@ -34,11 +34,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                          'aten::grid_sampler_3d_backward',
                       'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
-                      'index_put': 'fail: sample 1: NotImplementedError: The register_meta function for '
-                                   'torch.nonzero() raises unimplemented by default, as a correct '
-                                   'data-independent implementation does not exist. This implementation '
-                                   'returns a fake value, assuming all elements of the tensor are non-zero. '
-                                   "To enable this registration, please set 'torch.fx.experimental._con",
                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
@@ -217,7 +212,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                    '-6.712547779083252 but got -10.244199752807617.; Absolute difference: '
                                    '3.5316519737243652 (up to 1e-05 allowed); Relative difference: '
                                    '0.5261269029219023 (up to 1.3e-06 allowed)',
-                      'index_put': 'fallback: CPU fallback: aten::index_put',
                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
@@ -423,11 +417,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                           'aten::grid_sampler_3d_backward',
                        'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
                        'index_fill': 'fallback: CPU fallback: aten::_unique',
-                       'index_put': 'fail: sample 1: NotImplementedError: The register_meta function for '
-                                    'torch.nonzero() raises unimplemented by default, as a correct '
-                                    'data-independent implementation does not exist. This implementation '
-                                    'returns a fake value, assuming all elements of the tensor are non-zero. '
-                                    "To enable this registration, please set 'torch.fx.experimental._con",
                        'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
                        'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
                        'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
@@ -823,11 +812,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                          'aten::grid_sampler_3d_backward',
                       'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
-                      'index_put': 'fail: sample 1: NotImplementedError: The register_meta function for '
-                                   'torch.nonzero() raises unimplemented by default, as a correct '
-                                   'data-independent implementation does not exist. This implementation '
-                                   'returns a fake value, assuming all elements of the tensor are non-zero. '
-                                   "To enable this registration, please set 'torch.fx.experimental._con",
                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
