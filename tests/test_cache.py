@@ -58,3 +58,27 @@ def test_float32_matmul_precision_selects_its_own_program():
         torch.testing.assert_close(got, a @ b, rtol=1e-2, atol=1e-2)
     finally:
         torch.set_float32_matmul_precision(old)
+
+
+def test_program_cache_is_bounded_least_recently_used_first():
+    """Each loaded executable costs JIT mappings, so the cache has a cap
+    (TORCH_TPU_PROGRAM_CACHE_ENTRIES); results stay right past it."""
+    import subprocess
+    import sys
+    code = (
+        "import torch, torch_tpu\n"
+        "keep = torch.ones(3, device='tpu')\n"
+        "for n in range(1, 40):\n"
+        "    (keep * 2).cpu()\n"
+        "    x = torch.arange(float(n), device='tpu')\n"
+        "    assert torch.equal((x + 1).cpu(), torch.arange(float(n)) + 1)\n"
+        "info = torch_tpu.cache_info()\n"
+        "before = info['compiles']\n"
+        "(keep * 2).cpu()\n"
+        "info = torch_tpu.cache_info()\n"
+        "assert info['entries'] <= 8 and info['evictions'] > 0, info\n"
+        "assert info['compiles'] == before, 'the hot program was evicted'\n"
+    )
+    env = dict(__import__("os").environ, TORCH_TPU_PROGRAM_CACHE_ENTRIES="8")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, cwd="/")
+    assert r.returncode == 0, r.stderr[-2000:]

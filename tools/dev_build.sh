@@ -9,8 +9,11 @@ BUILD=${1:?usage: tools/dev_build.sh BUILD_DIR}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=/work/venv/bin/python
 cmake -S "$ROOT" -B "$BUILD" -DPython3_EXECUTABLE="$PY" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j "${JOBS:-2}" 2>&1 | grep -E "error|warning: unused|Error" || true
-test -f "$BUILD"/_C*.so || { echo "build failed" >&2; exit 1; }
+if ! cmake --build "$BUILD" -j "${JOBS:-2}" > "$BUILD/build.log" 2>&1; then
+  grep -E "error|Error" -A3 "$BUILD/build.log" | head -40 >&2
+  echo "build failed (full log: $BUILD/build.log)" >&2
+  exit 1
+fi
 mkdir -p "$BUILD/pkg/torch_tpu"
 for f in "$ROOT"/torch_tpu/*.py; do ln -sf "$f" "$BUILD/pkg/torch_tpu/"; done
 for d in "$ROOT"/torch_tpu/*/; do ln -sfn "${d%/}" "$BUILD/pkg/torch_tpu/"; done

@@ -4,6 +4,7 @@
 #include <ATen/native/Resize.h>
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -265,6 +266,7 @@ struct Output {
 };
 
 struct Entry {
+  uint64_t last_used = 0;  // g_use_clock when last hit (least recently used goes first)
   runtime::ExecutablePtr exe;
   std::vector<Output> outputs;        // Functional: one per result tensor
   std::vector<int> return_list_sizes;  // per schema return: -1 a Tensor, n a Tensor[] of n
@@ -275,6 +277,37 @@ struct Entry {
 std::mutex g_cache_mu;
 std::unordered_map<std::string, std::shared_ptr<Entry>> g_cache;
 CacheStats g_stats;
+uint64_t g_use_clock = 0;
+
+// Every loaded executable holds JIT code mappings (about three on XLA's CPU
+// plugin, against a kernel limit of ~65k per process), so the cache is
+// bounded: past the cap, the least recently used half is dropped (programs
+// still running stay alive through their callers' references).
+size_t cache_capacity() {
+  static size_t cap = [] {
+    const char* v = getenv("TORCH_TPU_PROGRAM_CACHE_ENTRIES");
+    long n = v ? std::atol(v) : 0;
+    return n > 0 ? static_cast<size_t>(n) : size_t{4096};
+  }();
+  return cap;
+}
+
+void evict_if_full() {  // caller holds g_cache_mu
+  if (g_cache.size() <= cache_capacity()) return;
+  std::vector<uint64_t> uses;
+  uses.reserve(g_cache.size());
+  for (const auto& kv : g_cache) uses.push_back(kv.second->last_used);
+  std::nth_element(uses.begin(), uses.begin() + uses.size() / 2, uses.end());
+  uint64_t median = uses[uses.size() / 2];
+  for (auto it = g_cache.begin(); it != g_cache.end();) {
+    if (it->second->last_used < median) {
+      it = g_cache.erase(it);
+      g_stats.evictions += 1;
+    } else {
+      ++it;
+    }
+  }
+}
 
 // Device-resident copies of recently used scalars (buffers are immutable, so
 // one upload of 0.5 serves every later op that passes 0.5).
@@ -588,6 +621,7 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
     auto it = g_cache.find(key);
     if (it != g_cache.end()) {
       entry = it->second;
+      entry->last_used = ++g_use_clock;
       g_stats.hits += 1;
     } else {
       g_stats.misses += 1;
@@ -606,7 +640,9 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
       TORCH_CHECK(false, "tpu: internal error lowering ", plan.functional, " for (", describe_args(st), "): ", e.what());
     }
     std::lock_guard<std::mutex> lock(g_cache_mu);
+    entry->last_used = ++g_use_clock;
     g_cache[key] = entry;
+    evict_if_full();
   }
 
   const int device = st.device;

@@ -45,7 +45,7 @@ void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHa
 lowering::MatmulPrecision current_matmul_precision();
 
 struct CacheStats {
-  int64_t hits = 0, misses = 0, compiles = 0, entries = 0;
+  int64_t hits = 0, misses = 0, compiles = 0, entries = 0, evictions = 0;
   double compile_seconds = 0;
 };
 CacheStats cache_stats();

@@ -98,6 +98,7 @@ PYBIND11_MODULE(_C, m) {
     d["misses"] = s.misses;
     d["compiles"] = s.compiles;
     d["entries"] = s.entries;
+    d["evictions"] = s.evictions;
     d["compile_seconds"] = s.compile_seconds;
     add_disk_cache_info(d);
     return d;
