@@ -75,14 +75,6 @@ class GPT2(nn.Module):
             if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
                 nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c.layers))
 
-    def _apply(self, fn, *args, **kwargs):
-        # Module.to() moving to a PrivateUse1 device (tpu) makes a new Parameter
-        # per module (PyTorch's shallow-copy check knows only in-tree devices),
-        # which would untie the embedding and the head: tie them again.
-        super()._apply(fn, *args, **kwargs)
-        self.head.weight = self.tok.weight
-        return self
-
     @staticmethod
     def _init(m):
         if isinstance(m, (nn.Linear, nn.Embedding)):

@@ -560,6 +560,14 @@ std::shared_ptr<Entry> build_entry(const OpPlan& plan, const c10::OperatorHandle
 
 }  // namespace
 
+OpPlan make_plan(const std::string& functional, const lowering::Rule* rule, Mode mode,
+                 std::optional<c10::OperatorHandle> functional_op) {
+  OpPlan p{functional, rule, mode, std::move(functional_op)};
+  if (functional == "aten::index.Tensor") p.mask_indexing = MaskIndexing::Read;
+  if (functional == "aten::index_put" || functional == "aten::_index_put_impl") p.mask_indexing = MaskIndexing::Write;
+  return p;
+}
+
 lowering::MatmulPrecision current_matmul_precision() {
   switch (at::globalContext().float32MatmulPrecision()) {
     case at::Float32MatmulPrecision::HIGH: return lowering::MatmulPrecision::High;
@@ -596,8 +604,8 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
     // Boolean masks in advanced indexing have data-dependent shapes; they
     // become integer indices first, except x[mask] = one value (a select).
     c10::IValue* a = &(*stack)[stack->size() - n];
-    bool reads = plan.functional == "aten::index.Tensor";
-    bool writes = plan.functional == "aten::index_put" || plan.functional == "aten::_index_put_impl";
+    bool reads = plan.mask_indexing == MaskIndexing::Read;
+    bool writes = plan.mask_indexing == MaskIndexing::Write;
     if ((reads || (writes && a[2].isTensor() && a[2].toTensor().numel() != 1)) && a[0].isTensor())
       expand_bool_indices(a[0].toTensor(), a[1]);
   }

@@ -112,7 +112,7 @@ void register_lowered_ops() {
     if (rule && rule->graph_only) continue;
     if (rule && !schema.is_mutable()) {
       lib->impl(reg_name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                      std::make_unique<NativeKernel>(OpPlan{name, rule, Mode::Functional, {}})));
+                                      std::make_unique<NativeKernel>(make_plan(name, rule, Mode::Functional))));
       g_registered.push_back(name + " (functional)");
     } else if (inplace && !has_out) {
       auto f = find_functional(base.substr(0, base.size() - 1), schema);
@@ -120,7 +120,7 @@ void register_lowered_ops() {
       std::string fname = full_name(f->schema().operator_name());
       lib->impl(reg_name.c_str(),
                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(
-                    OpPlan{fname, lowering::find_rule(fname), Mode::Inplace, *f})));
+                    make_plan(fname, lowering::find_rule(fname), Mode::Inplace, *f))));
       g_registered.push_back(name + " -> " + fname + " (in-place)");
     } else if (has_out) {
       auto f = find_functional(base, schema);
