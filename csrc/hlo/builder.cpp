@@ -441,6 +441,29 @@ Values Builder::sort(const Values& xs, int64_t dim, bool stable, const Body& com
               {r});
 }
 
+// ---- control flow ---------------------------------------------------------------------
+
+Values Builder::while_loop(const Values& state, const Body& cond, const Body& body) {
+  std::vector<Type> types;
+  for (const auto& v : state) types.push_back(v.type);
+  std::string c = region(types, [&](Builder& b, const Values& args) {
+    Values r = cond(b, args);
+    if (r.size() != 1 || r[0].dtype() != DType::Pred || r[0].rank() != 0)
+      throw BuildError("stablehlo.while: the condition must return one 0-d i1");
+    return r;
+  });
+  std::string bd = region(types, [&](Builder& b, const Values& args) {
+    Values r = body(b, args);
+    if (r.size() != types.size()) throw BuildError("stablehlo.while: the body must return the whole state");
+    for (size_t i = 0; i < r.size(); ++i)
+      if (r[i].type.str() != types[i].str())
+        throw BuildError("stablehlo.while: state " + std::to_string(i) + " changes type from " +
+                         types[i].str() + " to " + r[i].type.str());
+    return r;
+  });
+  return emit("stablehlo.while", state, types, "", {c, bd});
+}
+
 // ---- linear algebra -----------------------------------------------------------------
 
 Value Builder::dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,

@@ -150,6 +150,13 @@ class Builder {
   // Sorts along `dim`; `comparator` gets 2 scalars per operand (lhs_i, rhs_i).
   Values sort(const Values& xs, int64_t dim, bool stable, const Body& comparator);
 
+  // ---- control flow ------------------------------------------------------------
+  // stablehlo.while: `state` is the loop-carried tuple; `cond` gets the state
+  // and returns one 0-d i1; `body` gets the state and returns the next state
+  // (same types). The regions see only their arguments: carry anything the
+  // loop reads through `state` (a value from outside the loop is not in scope).
+  Values while_loop(const Values& state, const Body& cond, const Body& body);
+
   // ---- linear algebra ---------------------------------------------------------
   Value dot_general(Value lhs, Value rhs, const std::vector<int64_t>& lhs_batch,
                     const std::vector<int64_t>& rhs_batch,

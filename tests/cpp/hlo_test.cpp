@@ -139,6 +139,19 @@ int main() {
     b.set_results({r[0]});
     CHECK(near(run_f32(b, {{3, 1, 4, 2}}, {{4}}), {1, 2, 3, 4}));
   });
+  run_test("while loop (doubles until above 10)", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {2}});
+    Values r = b.while_loop({x, b.constant_int(0, DType::S32)},
+        [](Builder& bb, const Values& s) {
+          return Values{bb.compare(s[1], bb.constant_int(3, DType::S32), hlo::Cmp::LT)};
+        },
+        [](Builder& bb, const Values& s) {
+          return Values{bb.add(s[0], s[0]), bb.add(s[1], bb.constant_int(1, DType::S32))};
+        });
+    b.set_results({r[0]});
+    CHECK(near(run_f32(b, {{1, 2}}, {{2}}), {8, 16}));
+  });
   run_test("reduce_window (max pool)", [] {
     Builder b;
     Value x = b.param(Type{DType::F32, {1, 4}});
