@@ -202,3 +202,58 @@ def test_static_cache_generate_compiles_its_decode_step_with_the_tpu_backend():
     assert stats["compiles"] >= 1 and stats["eager_graphs"] == {}
     assert torch_tpu.fallback_ops() == {}
     torch._dynamo.reset()
+
+
+def train_step(model, inputs):
+    """Loss, gradients and parameters after one AdamW step."""
+    model.train()
+    loss = model(**inputs).loss
+    loss.backward()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt.step()
+    grads = [p.grad.cpu() for p in model.parameters() if p.grad is not None]
+    return [loss.detach().cpu()] + grads + [p.detach().cpu() for p in model.parameters()]
+
+
+# Same device, same rules: fusion only changes XLA's order of float operations.
+FUSED_TOL = dict(rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_fused_eager_matches_strict_eager(name):
+    """Fused eager (one program per cluster of ops) gives op-by-op eager's
+    logits, gradients and optimizer step, with zero fallbacks."""
+    inputs = to_tpu(batch(name))
+    _, strict_model = build(name)
+    with torch.no_grad():
+        strict_logits = logits_of(strict_model, inputs).cpu()
+    strict = train_step(strict_model, inputs)
+    _, fused_model = build(name)
+    torch_tpu.reset_fused_stats()
+    with torch_tpu.eager_mode("fused"):
+        with torch.no_grad():
+            fused_logits = logits_of(fused_model, inputs).cpu()
+        fused = train_step(fused_model, inputs)
+    stats = torch_tpu.fused_stats()
+    assert stats["ops"] > 50 and stats["clusters"] < stats["ops"] / 10, stats
+    torch.testing.assert_close(fused_logits, strict_logits, **FUSED_TOL)
+    assert len(fused) == len(strict)
+    for i, (f, s) in enumerate(zip(fused, strict)):
+        torch.testing.assert_close(f, s, **GRAD_TOL, msg=lambda m: f"{name} tensor {i}: {m}")
+    assert torch_tpu.fallback_ops() == {}
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "bert", "vit"])
+def test_compiled_forward_matches_eager(name):
+    """torch.compile(backend="tpu") of the whole model: eager's logits."""
+    torch_tpu.compiler.register()
+    torch._dynamo.reset()
+    inputs = to_tpu(batch(name))
+    _, model = build(name)
+    with torch.no_grad():
+        eager = logits_of(model, inputs).cpu()
+        compiled = torch.compile(model, backend="tpu")
+        actual = logits_of(compiled, inputs).cpu()
+    torch._dynamo.reset()
+    torch.testing.assert_close(actual, eager, **FUSED_TOL)
+    assert torch_tpu.fallback_ops() == {}

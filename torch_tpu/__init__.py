@@ -39,6 +39,11 @@ from . import _module_ties  # noqa: E402
 
 _module_ties.install()
 
+from . import _eager_mode  # noqa: E402
+from ._eager_mode import eager_mode, fused_stats, get_eager_mode, reset_fused_stats, set_eager_mode  # noqa: E402,F401
+
+_eager_mode.install()
+
 __version__ = "0.1.0"
 
 import sys as _sys  # noqa: E402

@@ -9,6 +9,7 @@
 
 #include "backend/device_storage.h"
 #include "backend/executor.h"
+#include "backend/storage_contents.h"
 #include "backend/tpu_device.h"
 #include "lowering/view.h"
 
@@ -75,7 +76,7 @@ void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
     buf = rt.FromHost(host.const_data_ptr(), type, self.sizes().vec(), dev);
   }
   if (covers_own_storage(self)) {
-    storage_of(self)->buffer = std::move(buf);
+    set_buffer(storage_of(self), std::move(buf));
     return;
   }
   device_copy(self, wrap_buffer(std::move(buf), self.sizes(), self.scalar_type()), non_blocking);
@@ -99,9 +100,10 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
     if (self.device() == src.device()) {
       if (self.scalar_type() == src.scalar_type() && self.sizes() == src.sizes() && covers_own_storage(self)) {
         // The whole storage takes src's values: share src's (immutable)
-        // buffer, no program. AOTAutograd's write-back of mutated
-        // parameters after a compiled optimizer step is this case.
-        storage_of(self)->buffer = dense_buffer(src);
+        // buffer (or pending value), no program. AOTAutograd's write-back
+        // of mutated parameters after a compiled optimizer step is this case.
+        at::Tensor dense = dense_tensor(src);
+        share_contents(storage_of(self), storage_of(dense));
         return self;
       }
       device_copy(self, src, non_blocking);

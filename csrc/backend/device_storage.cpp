@@ -1,3 +1,4 @@
+#include "backend/storage_contents.h"
 #include "backend/device_storage.h"
 
 #include <ATen/EmptyTensor.h>
@@ -86,7 +87,7 @@ struct TpuAllocator final : c10::Allocator {
     auto* s = static_cast<const DeviceStorage*>(src);
     TORCH_CHECK(count == s->nbytes && count == d->nbytes,
                 "tpu: partial storage copies are not supported");
-    d->buffer = s->buffer;
+    share_contents(d, const_cast<DeviceStorage*>(s));
   }
 };
 
@@ -113,7 +114,7 @@ at::Tensor empty_tpu(at::IntArrayRef sizes, at::ScalarType dtype, int device) {
 
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, at::IntArrayRef sizes, at::ScalarType dtype) {
   at::Tensor t = empty_tpu(sizes, dtype, buffer->device());
-  storage_of(t)->buffer = std::move(buffer);
+  set_buffer(storage_of(t), std::move(buffer));
   return t;
 }
 

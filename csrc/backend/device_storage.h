@@ -11,12 +11,17 @@
 
 namespace tt::backend {
 
+struct PendingValue;  // backend/storage_contents.h
+
 struct DeviceStorage {
   int device = 0;
   size_t nbytes = 0;
   // The current contents; null until first written (torch.empty), then any
-  // shape whose element count * item size == nbytes.
+  // shape whose element count * item size == nbytes. Read and write them
+  // through backend/storage_contents.h: in fused eager mode the contents may
+  // instead be `pending`, a value that a recorded cluster will produce.
   runtime::BufferPtr buffer;
+  std::shared_ptr<PendingValue> pending;
 };
 
 // The DeviceStorage of a tpu tensor (throws for other devices).

@@ -61,9 +61,9 @@ struct CacheStats {
 CacheStats cache_stats();
 void cache_clear();
 
-// The storage's buffer, creating a zero-filled one for an uninitialised
-// storage (torch.empty) with element type `dtype`.
-runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype);
+// `t` when it covers its storage exactly (same dtype, row-major), else a
+// contiguous clone: a tensor whose storage contents are `t`'s values.
+at::Tensor dense_tensor(const at::Tensor& t);
 // A dense buffer of `t`'s values in row-major order (its storage's buffer
 // when `t` already covers it; else the result of a program).
 runtime::BufferPtr dense_buffer(const at::Tensor& t);

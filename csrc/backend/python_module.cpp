@@ -6,6 +6,7 @@
 
 #include "backend/cpu_fallback.h"
 #include "backend/executor.h"
+#include "backend/fused_cluster.h"
 #include "backend/generator.h"
 #include "backend/graph_bindings.h"
 #include "backend/op_registration.h"
@@ -93,13 +94,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("_memory_capacity", [](int d) { return backend::runtime_for(d).memory_capacity(d); });
   m.def("_cache_info", [] {
     auto s = backend::cache_stats();
+    auto f = backend::fused::stats();  // fused eager clusters are programs too
     py::dict d;
     d["hits"] = s.hits;
     d["misses"] = s.misses;
-    d["compiles"] = s.compiles;
+    d["compiles"] = s.compiles + f.compiles;
     d["entries"] = s.entries;
     d["evictions"] = s.evictions;
-    d["compile_seconds"] = s.compile_seconds;
+    d["compile_seconds"] = s.compile_seconds + f.compile_seconds;
     add_disk_cache_info(d);
     return d;
   });
@@ -108,6 +110,31 @@ PYBIND11_MODULE(_C, m) {
     return c.enabled ? py::object(py::str(c.dir)) : py::object(py::none());
   });
   m.def("_cache_clear", &backend::cache_clear);
+  m.def("_set_eager_mode", [](const std::string& mode) {
+    py::gil_scoped_release no_gil;
+    backend::fused::set_mode(mode);
+  });
+  m.def("_eager_mode", &backend::fused::mode);
+  m.def("_launch_blocking", &backend::fused::launch_blocking);
+  m.def("_fused_flush", [](const std::string& reason) {
+    py::gil_scoped_release no_gil;
+    static const std::string backward = "backward";
+    backend::fused::flush(reason == backward ? "backward" : "python");
+  });
+  m.def("_fused_stats", [] {
+    auto s = backend::fused::stats();
+    py::dict d;
+    d["ops"] = s.ops;
+    d["clusters"] = s.clusters;
+    d["compiles"] = s.compiles;
+    d["hits"] = s.hits;
+    d["empty"] = s.empty;
+    d["compile_seconds"] = s.compile_seconds;
+    d["pending_ops"] = s.pending_ops;
+    d["flush_reasons"] = s.flush_reasons;
+    return d;
+  });
+  m.def("_reset_fused_stats", &backend::fused::reset_stats);
   m.def("_fallback_ops", &backend::fallback_counts);
   m.def("_reset_fallback_ops", &backend::reset_fallback_counts);
   m.def("_set_fallback_mode", &backend::set_fallback_mode);

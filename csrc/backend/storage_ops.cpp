@@ -6,6 +6,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "backend/storage_contents.h"
 #include "backend/device_storage.h"
 #include "backend/executor.h"
 #include "backend/tpu_device.h"
@@ -52,7 +53,7 @@ void grow_storage(const c10::Storage& storage, size_t nbytes, at::ScalarType dty
   auto* old = static_cast<DeviceStorage*>(storage.data_ptr().get_context());
   at::DataPtr fresh = tpu_allocator()->allocate(nbytes);
   auto* s = static_cast<DeviceStorage*>(fresh.get_context());
-  if (old && old->buffer && old->nbytes > 0) {
+  if (old && (old->buffer || old->pending) && old->nbytes > 0) {
     // Copy through a program: a flat view of the old storage, padded.
     at::Tensor src = at::empty({0}, at::TensorOptions().dtype(dtype).device(c10::DeviceType::PrivateUse1, old->device));
     int64_t old_numel = static_cast<int64_t>(old->nbytes / c10::elementSize(dtype));
@@ -61,7 +62,7 @@ void grow_storage(const c10::Storage& storage, size_t nbytes, at::ScalarType dty
     at::Tensor dst = at::empty({static_cast<int64_t>(nbytes / c10::elementSize(dtype))}, src.options());
     dst.zero_();
     dst.narrow(0, 0, old_numel).copy_(src);
-    s->buffer = storage_of(dst)->buffer;
+    share_contents(s, storage_of(dst));
   }
   const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
   const_cast<c10::Storage&>(storage).set_nbytes(nbytes);

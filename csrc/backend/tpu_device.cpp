@@ -1,3 +1,4 @@
+#include "backend/fused_cluster.h"
 #include "backend/tpu_device.h"
 
 #include <c10/util/Exception.h>
@@ -53,6 +54,7 @@ void track_pending(const runtime::BufferPtr& buffer) {
 }
 
 void synchronize(int device) {
+  fused::flush("synchronize");
   std::vector<std::weak_ptr<runtime::Buffer>> pending;
   {
     std::lock_guard<std::mutex> lock(g_pending_mu);

@@ -112,6 +112,14 @@ class LoweringError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Raised by a rule for arguments PyTorch itself rejects but its meta kernel
+// lets through (checks that live in the CPU kernel): a RuntimeError with
+// PyTorch's message, never a fallback.
+class InvalidArgument : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace tt::lowering
 
 #define TT_CONCAT_INNER(a, b) a##b

@@ -204,6 +204,7 @@ TT_RULE({"aten::multinomial"}, [](Builder& b, const Args& a, const Context& c) {
   Value p = a[0].value();
   const bool vec = p.rank() == 1;
   const int64_t K = p.shape().back(), rows = vec ? 1 : p.shape()[0], S = a[1].i;
+  if (!a[2].b && S > K) throw InvalidArgument("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
   Value w = b.reshape(b.convert(p, DType::F32), {rows, K});
   Value out;
   if (a[2].b) {

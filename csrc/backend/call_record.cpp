@@ -1,0 +1,265 @@
+#include "backend/call_record.h"
+
+#include <c10/core/ScalarType.h>
+
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/storage_contents.h"
+#include "backend/tpu_device.h"
+
+namespace tt::backend {
+
+using Kind = lowering::Arg::Kind;
+
+hlo::DType hlo_dtype(at::ScalarType t) { return static_cast<hlo::DType>(to_element_type(t)); }
+at::ScalarType aten_dtype(hlo::DType t) { return to_scalar_type(static_cast<runtime::ElementType>(t)); }
+
+namespace {
+
+void key_int(std::string& key, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  key.append(buf, r.ptr);
+  key.push_back(',');
+}
+
+void key_ints(std::string& key, c10::IntArrayRef v) {
+  key.push_back('[');
+  for (auto x : v) key_int(key, x);
+  key.push_back(']');
+}
+
+bool is_scalar_schema_type(const c10::TypePtr& t) {
+  c10::TypePtr u = t;
+  if (auto opt = t->cast<c10::OptionalType>()) u = opt->getElementType();
+  return u->kind() == c10::TypeKind::NumberType;
+}
+
+[[noreturn]] void device_mismatch(int a, const at::Device& b) {
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
+              a, " and ", b, "!");
+}
+
+int add_scalar(CallState& st, runtime::ElementType type, uint64_t bits) {
+  st.scalars.push_back({type, bits});
+  return static_cast<int>(st.scalars.size()) - 1;
+}
+
+void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& key, ArgRecord& rec) {
+  if (!t.defined()) {
+    rec.kind = Kind::None;
+    key += "N;";
+    return;
+  }
+  rec.kind = Kind::Tensor;
+  if (t.device().is_privateuseone()) {
+    int dev = t.device().index();
+    if (st.device < 0) st.device = dev;
+    else if (st.device != dev) device_mismatch(st.device, t.device());
+    rec.dtype = hlo_dtype(t.scalar_type());
+    DeviceStorage* s = storage_of(t);
+    int idx = -1;
+    for (size_t k = 0; k < st.storages.size(); ++k)
+      if (st.storages[k].storage == s) idx = static_cast<int>(k);
+    if (idx < 0) {
+      StorageUse use{s, nullptr, nullptr, {}};
+      if (defer && deferrable(s)) {
+        use.pending = s->pending;
+        use.type = use.pending->type;
+      } else {
+        use.buffer = storage_buffer(s, t.scalar_type());
+        use.type = hlo::Type{static_cast<hlo::DType>(use.buffer->type()), use.buffer->dims()};
+      }
+      st.storages.push_back(std::move(use));
+      idx = static_cast<int>(st.storages.size()) - 1;
+    }
+    rec.storage = idx;
+    rec.view.sizes = t.sizes().vec();
+    rec.view.strides = t.strides().vec();
+    rec.view.offset = t.storage_offset();
+    const hlo::Type& contents = st.storages[idx].type;
+    key += 'T';
+    key_int(key, static_cast<int>(rec.dtype));
+    key_ints(key, t.sizes());
+    key_ints(key, t.strides());
+    key_int(key, rec.view.offset);
+    key += 's';
+    key_int(key, idx);
+    key_int(key, static_cast<int>(contents.dtype));
+    key_ints(key, contents.shape);
+    return;
+  }
+  // A CPU tensor is allowed only as a 0-d value (as in CUDA): a Python number
+  // PyTorch wrapped, or torch.tensor(2.0).
+  if (t.dim() != 0 || !t.device().is_cpu()) {
+    if (st.device >= 0) device_mismatch(st.device, t.device());
+    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found a ", t.device(),
+                " tensor of ", t.dim(), " dimensions; move it to tpu first");
+  }
+  rec.dtype = hlo_dtype(t.scalar_type());
+  rec.wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();
+  uint64_t bits = 0;
+  std::memcpy(&bits, t.const_data_ptr(), t.element_size());
+  rec.scalar = add_scalar(st, to_element_type(t.scalar_type()), bits);
+  key += rec.wrapped ? 'w' : 'c';
+  key_int(key, static_cast<int>(rec.dtype));
+}
+
+void encode_scalar(const c10::Scalar& v, bool static_value, CallState& st, std::string& key,
+                   ArgRecord& rec) {
+  rec.kind = Kind::Scalar;
+  uint64_t bits = 0;
+  runtime::ElementType type;
+  if (v.isBoolean()) {
+    rec.b = v.toBool();
+    rec.i = rec.b;
+    rec.d = rec.b;
+    rec.scalar_kind = hlo::DType::Pred;
+    type = runtime::ElementType::Pred;
+    bits = rec.b;
+  } else if (v.isIntegral(false)) {
+    rec.i = v.toLong();
+    rec.d = static_cast<double>(rec.i);
+    rec.scalar_kind = hlo::DType::S64;
+    type = runtime::ElementType::S64;
+    std::memcpy(&bits, &rec.i, 8);
+  } else {
+    TORCH_CHECK_TYPE(!v.isComplex(), "tpu does not support complex scalars yet");
+    rec.d = v.toDouble();
+    rec.i = static_cast<int64_t>(rec.d);
+    rec.scalar_kind = hlo::DType::F64;
+    type = runtime::ElementType::F64;
+    std::memcpy(&bits, &rec.d, 8);
+  }
+  rec.scalar = add_scalar(st, type, bits);
+  key += 'S';
+  key_int(key, static_cast<int>(rec.scalar_kind));
+  if (static_value) {
+    key += '=';
+    key_int(key, static_cast<int64_t>(bits));
+  }
+}
+
+void encode(const c10::IValue& v, const c10::Argument& schema_arg, bool static_scalars, bool defer,
+            CallState& st, std::string& key, ArgRecord& rec) {
+  if (v.isNone()) {
+    rec.kind = Kind::None;
+    key += "N;";
+  } else if (v.isTensor()) {
+    encode_tensor(v.toTensor(), defer, st, key, rec);
+  } else if (is_scalar_schema_type(schema_arg.type()) && (v.isDouble() || v.isInt() || v.isBool() || v.isScalar())) {
+    encode_scalar(v.toScalar(), static_scalars, st, key, rec);
+  } else if (v.isBool()) {
+    rec.kind = Kind::Bool;
+    rec.b = v.toBool();
+    key += rec.b ? "b1;" : "b0;";
+  } else if (v.isInt()) {
+    rec.kind = Kind::Int;
+    rec.i = v.toInt();
+    key += 'i';
+    key_int(key, rec.i);
+  } else if (v.isDouble()) {
+    rec.kind = Kind::Double;
+    rec.d = v.toDouble();
+    int64_t bits;
+    std::memcpy(&bits, &rec.d, 8);
+    key += 'd';
+    key_int(key, bits);
+  } else if (v.isIntList()) {
+    rec.kind = Kind::IntList;
+    rec.ints = v.toIntVector();
+    key += 'I';
+    key_ints(key, rec.ints);
+  } else if (v.isDoubleList()) {
+    rec.kind = Kind::DoubleList;
+    rec.doubles = v.toDoubleVector();
+    key += 'D';
+    for (double d : rec.doubles) {
+      int64_t bits;
+      std::memcpy(&bits, &d, 8);
+      key_int(key, bits);
+    }
+  } else if (v.isBoolList()) {
+    rec.kind = Kind::BoolList;
+    for (bool x : v.toBoolList()) rec.bools.push_back(x);
+    key += 'B';
+    for (bool x : rec.bools) key += x ? '1' : '0';
+  } else if (v.isString()) {
+    rec.kind = Kind::String;
+    rec.s = v.toStringRef();
+    key += "'" + rec.s + "'";
+  } else if (v.isTensorList() || v.isList()) {
+    rec.kind = Kind::TensorList;
+    key += 'L';
+    for (const c10::IValue& e : v.toListRef()) {
+      rec.elems.emplace_back();
+      if (e.isNone()) {
+        key += "N;";
+      } else {
+        TORCH_CHECK(e.isTensor(), "tpu: unsupported list element ", e.tagKind());
+        encode_tensor(e.toTensor(), defer, st, key, rec.elems.back());
+      }
+    }
+    key += ';';
+  } else if (v.isGenerator()) {
+    rec.kind = Kind::None;
+    st.generator = v.toGenerator();
+    key += "G;";
+  } else if (v.isDevice()) {
+    rec.kind = Kind::None;
+    auto d = v.toDevice();
+    if (d.is_privateuseone() && st.device < 0) st.device = d.has_index() ? d.index() : current_device();
+    key += "V;";
+  } else {
+    TORCH_CHECK(false, "tpu executor: unsupported argument kind ", v.tagKind());
+  }
+}
+
+}  // namespace
+
+// Device-resident copies of recently used scalars (buffers are immutable, so
+// one upload of 0.5 serves every later op that passes 0.5).
+runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, runtime::BufferPtr> cache;
+  std::string k(sizeof(int) * 2 + 8, '\0');
+  int t = static_cast<int>(s.type);
+  std::memcpy(&k[0], &t, sizeof(int));
+  std::memcpy(&k[sizeof(int)], &device, sizeof(int));
+  std::memcpy(&k[sizeof(int) * 2], &s.bits, 8);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(k);
+    if (it != cache.end()) return it->second;
+  }
+  auto buf = runtime_for(device).FromHost(&s.bits, s.type, {}, device);
+  buf->ExcludeFromAccounting();
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 4096) cache.clear();
+  cache[k] = buf;
+  return buf;
+}
+
+void encode_call(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args, bool static_scalars,
+                 bool defer, CallState& st, std::string& key) {
+  st.records.resize(args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    encode(args[i], schema.arguments()[i], static_scalars, defer, st, key, st.records[i]);
+  if (st.device < 0) st.device = current_device();
+}
+
+std::string describe_args(const CallState& st) {
+  std::string s;
+  for (const auto& r : st.records) {
+    if (r.kind == Kind::Tensor) {
+      s += s.empty() ? "" : ", ";
+      s += std::string(hlo::mlir_name(r.dtype)) + hlo::i64_list(r.view.sizes);
+    }
+  }
+  return s;
+}
+
+}  // namespace tt::backend

@@ -1,0 +1,54 @@
+#include "backend/storage_contents.h"
+
+#include <c10/core/ScalarType.h>
+
+#include <vector>
+
+#include "backend/fused_cluster.h"
+#include "backend/tpu_device.h"
+
+namespace tt::backend {
+
+runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype) {
+  if (s->pending) {
+    std::shared_ptr<PendingValue> pv = s->pending;
+    if (!pv->result && pv->error.empty()) fused::flush("read");
+    TORCH_CHECK(pv->result, "tpu: the fused eager program that computes this tensor (from ", pv->producer,
+                ") failed: ", pv->error);
+    s->buffer = pv->result;
+    s->pending.reset();
+  }
+  if (s->buffer) return s->buffer;
+  size_t item = c10::elementSize(dtype);
+  int64_t n = static_cast<int64_t>(s->nbytes / item);
+  std::vector<uint8_t> zeros(s->nbytes, 0);
+  s->buffer = runtime_for(s->device).FromHost(zeros.data(), to_element_type(dtype), {n}, s->device);
+  return s->buffer;
+}
+
+bool deferrable(const DeviceStorage* s) {
+  const auto& pv = s->pending;
+  return pv && !pv->result && pv->error.empty() && pv->cluster == fused::generation();
+}
+
+void set_buffer(DeviceStorage* s, runtime::BufferPtr buffer) {
+  s->buffer = std::move(buffer);
+  s->pending.reset();
+}
+
+void share_contents(DeviceStorage* dst, DeviceStorage* src) {
+  dst->buffer = src->buffer;
+  dst->pending = src->pending;
+}
+
+bool contents_type(DeviceStorage* s, hlo::Type* type) {
+  if (s->pending) {
+    *type = s->pending->type;
+    return true;
+  }
+  if (!s->buffer) return false;
+  *type = hlo::Type{static_cast<hlo::DType>(s->buffer->type()), s->buffer->dims()};
+  return true;
+}
+
+}  // namespace tt::backend

@@ -1,0 +1,80 @@
+"""Eager execution modes.
+
+"strict" (the default) runs every ATen op as its own XLA program as soon as
+it is called. "fused" records ops into a pending cluster and runs the
+cluster as one program when a value is observed (.cpu(), .item(), printing),
+at torch.tpu.synchronize(), at the end of a backward pass, or when the
+cluster reaches TORCH_TPU_FUSED_MAX_OPS ops (512). Results are the same in
+both modes; fused mode launches far fewer programs and lets XLA fuse them.
+
+    torch_tpu.set_eager_mode("fused")      # or TORCH_TPU_EAGER_MODE=fused
+    with torch_tpu.eager_mode("fused"): ...
+
+TORCH_TPU_LAUNCH_BLOCKING=1 makes every op synchronous (and turns fusion
+off), so that an error is raised by the op that caused it.
+"""
+import contextlib
+import functools
+
+import torch
+
+from . import _C
+
+MODES = ("strict", "fused")
+
+
+def set_eager_mode(mode):
+    """Selects "strict" (op by op) or "fused" eager execution. Pending fused
+    work runs first, so the switch never changes a result."""
+    if mode not in MODES:
+        raise ValueError(f"torch_tpu.set_eager_mode: expected one of {MODES}, got {mode!r}")
+    _C._set_eager_mode(mode)
+
+
+def get_eager_mode():
+    return _C._eager_mode()
+
+
+@contextlib.contextmanager
+def eager_mode(mode):
+    """Runs the block in `mode`, then restores the previous mode."""
+    previous = get_eager_mode()
+    set_eager_mode(mode)
+    try:
+        yield
+    finally:
+        set_eager_mode(previous)
+
+
+def fused_stats():
+    """Counters of fused eager mode: ops recorded, clusters run, cluster
+    programs compiled and reused, and why clusters were cut."""
+    return dict(_C._fused_stats())
+
+
+def reset_fused_stats():
+    """Zeros the counters and forgets compiled cluster programs."""
+    _C._reset_fused_stats()
+
+
+def _flush_after(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if _C._eager_mode() == "fused":
+                _C._fused_flush("backward")
+
+    wrapper._torch_tpu_flushes = True
+    return wrapper
+
+
+def install():
+    """The end of a backward pass ends a fused cluster: Tensor.backward()
+    calls torch.autograd.backward, so wrapping it (and autograd.grad) covers
+    both entry points."""
+    for name in ("backward", "grad"):
+        fn = getattr(torch.autograd, name)
+        if not getattr(fn, "_torch_tpu_flushes", False):
+            setattr(torch.autograd, name, _flush_after(fn))
