@@ -85,6 +85,17 @@ CASES = [
            inplace=lambda a, s: a.index_add_(0, dev(torch.tensor([0, 2, 0]), a), s)),
     OpCase("index_add_alpha_dim1", lambda a, s: a.index_add(1, dev(torch.tensor([1, 2]), a), s, alpha=2),
            [[(2, 3), (2, 2)]], FLOAT, grad=True),
+    OpCase("index_add_0d_alpha", lambda a, s: a.index_add(0, dev(torch.tensor([0]), a), s, alpha=-3),
+           [[(), ()]], FLOAT + INTS, grad=True),
+    # ---- index_reduce (duplicate indices; with and without self) ----
+    *[OpCase(f"index_reduce_{r}_{'self' if inc else 'noself'}",
+             lambda a, s, r=r, inc=inc: a.index_reduce(0, dev(torch.tensor([0, 2, 0, 2]), a), s, r, include_self=inc),
+             [[(4, 3), (4, 3)]], FLOAT + INTS, grad=r != "mean" or inc,
+             inplace=lambda a, s, r=r, inc=inc: a.index_reduce_(0, dev(torch.tensor([0, 2, 0, 2]), a), s, r,
+                                                                include_self=inc))
+      for r in ("prod", "mean", "amax", "amin") for inc in (True, False)],
+    OpCase("index_reduce_dim1_empty", lambda a, s: a.index_reduce(1, dev(torch.tensor([], dtype=torch.long), a), s,
+                                                                  "amax"), [[(2, 3), (2, 0)]], FLOAT),
     # ---- scatter_reduce ----
     *[OpCase(f"scatter_reduce_{r}_{'self' if inc else 'noself'}",
              (lambda r, inc: lambda a, s: a.scatter_reduce(0, dev(S_IDX, a), s, r, include_self=inc))(r, inc),
@@ -259,3 +270,9 @@ def test_bad_index_args_raise_like_cpu():
     same_error(lambda t, i: t[i, i, i], torch.randn(3, 4), torch.tensor([0]))
     same_error(lambda t, m: t.index_put_((m,), torch.tensor(1.0, device=t.device)), torch.randn(3, 4),
                torch.tensor([True, False]))
+
+
+def test_index_reduce_rejects_an_unknown_reduction():
+    x = torch.zeros(3, device="tpu")
+    with pytest.raises(RuntimeError, match="prod, mean, amax or amin"):
+        x.index_reduce(0, torch.tensor([0], device="tpu"), torch.ones(1, device="tpu"), "sum")

@@ -121,9 +121,9 @@ TT_RULE({"aten::index_add"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value(), src = a[3].value();
   int64_t dim = wrap_dim(a[1].i, x.rank());
   if (src.type.numel() == 0) return Values{x};
-  if (x.rank() == 0) return Values{b.add(x, b.reshape(b.convert(src, x.dtype()), {}))};
   Value v = b.convert(src, x.dtype());
   if (!a[4].is_none()) v = b.mul(v, cast_to(b, a[4].value(), x.dtype(), v.shape()));
+  if (x.rank() == 0) return Values{b.add(x, b.reshape(v, {}))};
   Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
   hlo::Builder::ScatterDims dn;
   for (int64_t d = 0; d < x.rank(); ++d) {
@@ -145,22 +145,12 @@ Value scatter_along(Builder& b, Value base, Value index, int64_t dim, Value upda
   return b.scatter(base, coordinates(b, index, dim, base.shape()[dim]), updates, dn, combine);
 }
 
-// scatter_reduce.two(self, dim, index, src, reduce, include_self): sum, prod,
-// mean, amax, amin; without include_self the positions that receive values
-// start from the reduction's identity.
-TT_RULE({"aten::scatter_reduce.two"}, [](Builder& b, const Args& a, const Context& c) {
-  Value x = a[0].value(), index = a[2].value();
-  // The CPU also accepts "max" / "min" for amax / amin.
-  const std::string reduce = a[4].s == "max" ? "amax" : a[4].s == "min" ? "amin" : a[4].s;
-  bool include_self = a[5].b;
-  if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
-    throw std::runtime_error("reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
-  if (index.type.numel() == 0) return Values{x};
-  if (x.rank() == 0) throw LoweringError("scatter_reduce of a 0-d tensor");
-  int64_t dim = wrap_dim(a[1].i, x.rank());
+// Reduces `src` (shaped like `index`) into x along dim: sum, prod, mean,
+// amax, amin; without include_self the positions that receive values start
+// from the reduction's identity. scatter_reduce and index_reduce.
+Value reduce_into(Builder& b, Value x, int64_t dim, Value index, Value src, const std::string& reduce,
+                  bool include_self) {
   DType t = x.dtype();
-  Value src = b.convert(a[3].value(), t);
-  src = b.slice(src, std::vector<int64_t>(src.rank(), 0), index.shape());
   const Shape& is = index.shape();
   // Positions that receive at least one value, and how many.
   DType ct = hlo::is_float(t) ? t : DType::S64;
@@ -189,7 +179,41 @@ TT_RULE({"aten::scatter_reduce.two"}, [](Builder& b, const Args& a, const Contex
       r = b.convert(b.select(fix, b.sub(q, full(b, 1, DType::S64, x.shape())), q), t);
     }
   }
-  return Values{r};
+  return r;
+}
+
+// scatter_reduce.two(self, dim, index, src, reduce, include_self).
+TT_RULE({"aten::scatter_reduce.two"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), index = a[2].value();
+  // The CPU also accepts "max" / "min" for amax / amin.
+  const std::string reduce = a[4].s == "max" ? "amax" : a[4].s == "min" ? "amin" : a[4].s;
+  if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
+    throw std::runtime_error("reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+  if (index.type.numel() == 0) return Values{x};
+  if (x.rank() == 0) throw LoweringError("scatter_reduce of a 0-d tensor");
+  int64_t dim = wrap_dim(a[1].i, x.rank());
+  Value src = b.convert(a[3].value(), x.dtype());
+  src = b.slice(src, std::vector<int64_t>(src.rank(), 0), index.shape());
+  return Values{reduce_into(b, x, dim, index, src, reduce, a[5].b)};
+});
+
+// index_reduce(self, dim, index, source, reduce, include_self): source slices
+// reduced into self at index positions along dim (prod, mean, amax, amin).
+TT_RULE({"aten::index_reduce"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), src = a[3].value();
+  const std::string& reduce = a[4].s;
+  if (reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
+    throw InvalidArgument("index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got " + reduce + ".");
+  if (src.type.numel() == 0) return Values{x};
+  Value v = b.convert(src, x.dtype());
+  if (x.rank() == 0) {
+    x = b.reshape(x, {1});
+    v = b.reshape(v, {1});
+  }
+  int64_t dim = wrap_dim(a[1].i, x.rank());
+  Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
+  Value r = reduce_into(b, x, dim, idx, v, reduce, a[5].b);
+  return Values{b.reshape(r, c.out().shape)};
 });
 
 // index_copy(self, dim, index, source): source slices written at index
