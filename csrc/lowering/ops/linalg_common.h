@@ -247,4 +247,103 @@ inline Value lu_solve(Builder& b, Value lu, Value perm, Value rhs, bool adjoint)
   return gather_rows(b, y, inverse_perm(b, perm));
 }
 
+// sqrt(sum(x^2)) over dim 1 of x [B, m], scaled by the largest |x| so that
+// it neither overflows nor underflows (as LAPACK's nrm2).
+inline Value norm2(Builder& b, Value x) {
+  const Shape& s = x.shape();
+  DType t = x.dtype();
+  Value big = reduce_max(b, b.abs(x), {1});
+  Value zero = b.compare(big, b.constant(0, t, big.shape()), Cmp::EQ);
+  Value safe = b.select(zero, b.constant(1, t, big.shape()), big);
+  Value y = b.div(x, b.broadcast_in_dim(safe, s, {0}));
+  return b.mul(safe, b.sqrt(reduce_sum(b, b.mul(y, y), {1})));
+}
+
+// sqrt(x^2 + y^2) for [B] values, scaled likewise.
+inline Value hypot(Builder& b, Value x, Value y) {
+  return norm2(b, b.concatenate({b.reshape(x, {x.shape()[0], 1}), b.reshape(y, {y.shape()[0], 1})}, 1));
+}
+
+struct Householder {
+  Value a;    // [B, m, n]: R on and above the diagonal, reflectors below
+  Value tau;  // [B, k]
+};
+
+// Householder QR of A [B, m, n] in LAPACK's geqrf representation: column j
+// is reduced by H_j = I - tau_j v_j v_j^T with v_j[j] = 1 (implicit),
+// v_j[j+1:] stored below the diagonal, and beta = -sign(alpha) ||x|| on it
+// (LAPACK's larfg: a column already zero below the diagonal gets tau = 0).
+inline Householder householder_qr(Builder& b, Value A) {
+  int64_t B = A.shape()[0], m = A.shape()[1], n = A.shape()[2], k = std::min(m, n);
+  DType t = A.dtype();
+  Value tau = b.constant(0, t, {B, k});
+  if (B == 0 || k == 0) return {A, tau};
+  Values r = b.while_loop(
+      {A, tau, b.constant_int(0, DType::S32)},
+      [k](Builder& bb, const Values& s) { return Values{counter_below(bb, s[2], k)}; },
+      [B, m, n, t](Builder& bb, const Values& s) {
+        Value A = s[0], tau = s[1], j = s[2];
+        Shape s3{B, m, n}, s2{B, m};
+        Value z = bb.constant_int(0, DType::S32);
+        Value row2 = bb.iota(Type{DType::S32, s2}, 1);
+        Value row3 = bb.iota(Type{DType::S32, s3}, 1), col3 = bb.iota(Type{DType::S32, s3}, 2);
+        Value j2 = bb.broadcast_in_dim(j, s2, {}), j3 = bb.broadcast_in_dim(j, s3, {});
+        Value col = bb.reshape(bb.dynamic_slice(A, {z, z, j}, {B, m, 1}), s2);
+        Value below = bb.compare(row2, j2, Cmp::GT), at_j = bb.compare(row2, j2, Cmp::EQ);
+        Value x = bb.select(below, col, bb.constant(0, t, s2));
+        Value alpha = reduce_sum(bb, bb.select(at_j, col, bb.constant(0, t, s2)), {1});
+        Value xnorm = norm2(bb, x);
+        Value nrm = hypot(bb, alpha, xnorm);
+        Value beta = bb.select(bb.compare(alpha, bb.constant(0, t, {B}), Cmp::GE), bb.neg(nrm), nrm);
+        Value trivial = bb.compare(xnorm, bb.constant(0, t, {B}), Cmp::EQ);
+        Value one = bb.constant(1, t, {B});
+        Value tau_j = bb.select(trivial, bb.constant(0, t, {B}), bb.div(bb.sub(beta, alpha), bb.select(trivial, one, beta)));
+        Value denom = bb.select(trivial, one, bb.sub(alpha, beta));
+        Value v = bb.select(below, bb.div(x, bb.broadcast_in_dim(denom, s2, {0})),
+                            bb.select(at_j, bb.constant(1, t, s2), bb.constant(0, t, s2)));
+        // The trailing columns: A -= tau v (v^T A).
+        Value w = bb.dot_general(v, A, {0}, {0}, {1}, {1}, t, "HIGHEST");  // [B, n]
+        Value tv = bb.mul(v, bb.broadcast_in_dim(tau_j, s2, {0}));
+        Value upd = bb.sub(A, bb.mul(bb.broadcast_in_dim(tv, s3, {0, 1}), bb.broadcast_in_dim(w, s3, {0, 2})));
+        A = bb.select(bb.compare(col3, j3, Cmp::GT), upd, A);
+        // Column j: beta on the diagonal, the reflector below.
+        Value newcol = bb.select(at_j, bb.broadcast_in_dim(beta, s2, {0}), v);
+        newcol = bb.select(bb.broadcast_in_dim(trivial, s2, {0}), col, newcol);
+        Value here = bb.and_(bb.compare(col3, j3, Cmp::EQ), bb.compare(row3, j3, Cmp::GE));
+        A = bb.select(here, bb.broadcast_in_dim(newcol, s3, {0, 1}), A);
+        tau = bb.dynamic_update_slice(tau, bb.reshape(tau_j, {B, 1}), {z, j});
+        return Values{A, tau, next(bb, j)};
+      });
+  return {r[0], r[1]};
+}
+
+// Q C (or Q^T C when `transpose`) for Q = H_0 H_1 ... H_{k-1} given by the
+// reflectors in V [B, m, >=k] (below the diagonal) and tau [B, k]; C is
+// [B, m, r].
+inline Value apply_q(Builder& b, Value V, Value tau, Value C, bool transpose) {
+  int64_t B = V.shape()[0], m = V.shape()[1], k = tau.shape()[1], r = C.shape()[2];
+  if (k == 0 || numel(C.shape()) == 0) return C;
+  DType t = C.dtype();
+  Values res = b.while_loop(
+      {C, V, tau, b.constant_int(0, DType::S32)},
+      [k](Builder& bb, const Values& s) { return Values{counter_below(bb, s[3], k)}; },
+      [B, m, k, r, t, transpose](Builder& bb, const Values& s) {
+        Value C = s[0], V = s[1], tau = s[2], i = s[3];
+        // Q C applies H_{k-1} first; Q^T C applies H_0 first.
+        Value j = transpose ? i : bb.sub(bb.constant_int(k - 1, DType::S32), i);
+        Shape s2{B, m}, s3{B, m, r};
+        Value z = bb.constant_int(0, DType::S32);
+        Value row2 = bb.iota(Type{DType::S32, s2}, 1), j2 = bb.broadcast_in_dim(j, s2, {});
+        Value col = bb.reshape(bb.dynamic_slice(V, {z, z, j}, {B, m, 1}), s2);
+        Value v = bb.select(bb.compare(row2, j2, Cmp::GT), col,
+                            bb.select(bb.compare(row2, j2, Cmp::EQ), bb.constant(1, t, s2), bb.constant(0, t, s2)));
+        Value tj = bb.reshape(bb.dynamic_slice(tau, {z, j}, {B, 1}), {B});
+        Value w = bb.dot_general(v, C, {0}, {0}, {1}, {1}, t, "HIGHEST");  // [B, r]
+        Value tv = bb.mul(v, bb.broadcast_in_dim(tj, s2, {0}));
+        C = bb.sub(C, bb.mul(bb.broadcast_in_dim(tv, s3, {0, 1}), bb.broadcast_in_dim(w, s3, {0, 2})));
+        return Values{C, V, tau, next(bb, i)};
+      });
+  return res[0];
+}
+
 }  // namespace tt::lowering::linalg
