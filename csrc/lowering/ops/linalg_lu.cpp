@@ -208,5 +208,50 @@ TT_RULE({"aten::_linalg_slogdet"}, [](Builder& b, const Args& a, const Context& 
   return Values{finish(b, sign, out), finish(b, logabs, c.out(1)), finish(b, f.lu, c.out(2)), finish(b, f.piv, c.out(3))};
 });
 
+// linalg_matrix_exp(A): Padé [13/13] with scaling and squaring (Higham,
+// 2005). The number of squarings s follows each matrix's 1-norm at run time
+// (A / 2^s has norm <= theta_13); the squaring loop runs to the batch's
+// largest s and leaves a matrix alone once its own s is reached.
+TT_RULE({"aten::linalg_matrix_exp"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value A = flatten_batch(b, b.convert(a[0].value(), ct));
+  int64_t B = A.shape()[0], n = A.shape()[1];
+  if (B == 0 || n == 0) return Values{finish(b, A, out)};
+  const Shape& s3 = A.shape();
+  constexpr double kTheta13 = 5.371920351148152;
+  static const double kB[14] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+                                129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0,
+                                1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0};
+  Value norm1 = reduce_max(b, reduce_sum(b, b.abs(A), {1}), {1});  // [B]: largest column sum
+  Value steps = b.unary("stablehlo.ceil", b.div(b.log(b.div(norm1, b.constant(kTheta13, ct, {B}))),
+                                                b.constant(std::log(2.0), ct, {B})));
+  Value finite = b.compare(steps, steps, Cmp::EQ);
+  steps = b.select(finite, b.max(steps, b.constant(0, ct, {B})), b.constant(0, ct, {B}));
+  steps = b.min(steps, b.constant(64, ct, {B}));
+  Value scale = b.unary("stablehlo.exponential", b.mul(b.neg(steps), b.constant(std::log(2.0), ct, {B})));
+  Value X = b.mul(A, b.broadcast_in_dim(scale, s3, {0}));
+  Value I = eye(b, ct, s3);
+  auto k = [&](int i, Value M) { return b.mul(b.constant(kB[i], ct, s3), M); };
+  Value X2 = matmul(b, X, X), X4 = matmul(b, X2, X2), X6 = matmul(b, X4, X2);
+  Value u_in = b.add(b.add(k(13, X6), k(11, X4)), k(9, X2));
+  Value U = matmul(b, X, b.add(matmul(b, X6, u_in), b.add(b.add(k(7, X6), k(5, X4)), b.add(k(3, X2), k(1, I)))));
+  Value v_in = b.add(b.add(k(12, X6), k(10, X4)), k(8, X2));
+  Value V = b.add(matmul(b, X6, v_in), b.add(b.add(k(6, X6), k(4, X4)), b.add(k(2, X2), k(0, I))));
+  LU f = lu_factor(b, b.sub(V, U));
+  Value R = lu_solve(b, f.lu, f.perm, b.add(V, U), false);
+  Value times = b.convert(steps, DType::S32);
+  Value most = reduce_max(b, times, {0});
+  Values sq = b.while_loop(
+      {R, times, most, b.constant_int(0, DType::S32)},
+      [](Builder& bb, const Values& st) { return Values{bb.compare(st[3], st[2], Cmp::LT)}; },
+      [s3, B](Builder& bb, const Values& st) {
+        Value more = bb.compare(bb.broadcast_in_dim(st[3], {B}, {}), st[1], Cmp::LT);
+        Value R = bb.select(bb.broadcast_in_dim(more, s3, {0}), matmul(bb, st[0], st[0]), st[0]);
+        return Values{R, st[1], st[2], next(bb, st[3])};
+      });
+  return Values{finish(b, sq[0], out)};
+});
+
 }  // namespace
 }  // namespace tt::lowering
