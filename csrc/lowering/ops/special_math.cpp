@@ -1,6 +1,7 @@
 // Elementwise math beyond the core set: copysign, heaviside, hypot,
 // nextafter, logaddexp2, sinc, erfc, lgamma, digamma, angle (real inputs),
-// special_xlog1py, special_entr, special_ndtri, special_zeta, special_i1e;
+// special_xlog1py, special_entr, special_ndtri, special_zeta, special_i1e,
+// polygamma (with digamma and trigamma as the CPU kernels compute them);
 // the shrink activations (hardshrink, softshrink and their backwards),
 // log_sigmoid_backward, prelu's kernel and its backward, glu and glu_backward.
 // f16/bf16 compute in f32 and round once, as PyTorch's CPU kernels do.
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "lowering/helpers.h"
+#include "lowering/ops/special_eval.h"
 
 namespace tt::lowering {
 namespace {
@@ -43,6 +45,128 @@ Value sign_bit(Builder& b, Value x) {
   DType it = x.dtype() == DType::F64 ? DType::S64 : DType::S32;
   Value bits = b.bitcast_convert(x.dtype() == DType::F64 ? x : b.convert(x, DType::F32), it);
   return b.compare(bits, b.constant_int(0, it, x.shape()), Cmp::LT);
+}
+
+// ---- digamma, trigamma, zeta as PyTorch's CPU kernels compute them ---------------------
+
+// digamma (calc_digamma): the reflection psi(x) = psi(1 - x) - pi / tan(pi x)
+// for x < 0, recurrence up to x >= 10, then the asymptotic series. tan(pi x)
+// is taken at x - round(x), which is exact, so that no digits are lost near
+// the poles (the CPU kernel computes this term in double).
+Value digamma_cpu(Builder& b, Value x) {
+  Value zero = cst(b, x, 0), one = cst(b, x, 1);
+  Value neg = b.compare(x, zero, Cmp::LT);
+  Value trunc = b.select(neg, b.unary("stablehlo.ceil", x), b.unary("stablehlo.floor", x));
+  Value is_int = b.compare(x, trunc, Cmp::EQ);
+  Value frac = b.sub(x, b.unary("stablehlo.round_nearest_even", x));
+  Value reflect = b.div(cst(b, x, kPi), b.unary("chlo.tan", b.mul(cst(b, x, kPi), frac)));
+  Value y = b.select(neg, b.sub(one, x), x);
+  Value result = zero;
+  for (int i = 0; i < 10; ++i) {  // y >= 0 reaches 10 within ten steps
+    Value below = b.compare(y, cst(b, y, 10), Cmp::LT);
+    result = b.select(below, b.sub(result, b.div(one, y)), result);
+    y = b.select(below, b.add(y, one), y);
+  }
+  static const std::vector<double> A = {8.33333333333333333333E-2, -2.10927960927960927961E-2,
+                                        7.57575757575757575758E-3, -4.16666666666666666667E-3,
+                                        3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                                        8.33333333333333333333E-2};
+  Value z = b.div(one, b.mul(y, y));
+  Value poly = cst(b, z, A[0]);
+  for (size_t i = 1; i < A.size(); ++i) poly = b.add(b.mul(poly, z), cst(b, z, A[i]));
+  Value tail = b.select(b.compare(y, cst(b, y, 1.0e17), Cmp::LT), b.mul(z, poly), zero);
+  Value r = b.sub(b.sub(b.add(result, b.log(y)), b.div(cst(b, y, 0.5), y)), tail);
+  r = b.select(b.compare(y, cst(b, y, 10), Cmp::EQ), b.add(result, cst(b, y, 2.25175258906672110764)), r);
+  r = b.select(neg, b.sub(r, reflect), r);
+  r = b.select(b.and_(neg, is_int), cst(b, x, std::nan("")), r);
+  // psi(+-0) = -+inf
+  Value inf = b.select(sign_bit(b, x), cst(b, x, INFINITY), cst(b, x, -INFINITY));
+  return b.select(b.compare(x, zero, Cmp::EQ), inf, r);
+}
+
+// trigamma: reflection for x < 0.5, six recurrence steps, then the
+// asymptotic series (the CPU kernel's float and double versions).
+Value trigamma_cpu(Builder& b, Value x) {
+  Value one = cst(b, x, 1);
+  Value refl = b.compare(x, cst(b, x, 0.5), Cmp::LT);
+  Value pi = cst(b, x, kPi);
+  Value s = b.unary("stablehlo.sine", b.mul(pi, x));
+  Value result = b.select(refl, b.neg(b.div(b.mul(pi, pi), b.mul(s, s))), cst(b, x, 0));
+  Value y = b.select(refl, b.sub(one, x), x);
+  for (int i = 0; i < 6; ++i) {
+    result = b.add(result, b.div(one, b.mul(y, y)));
+    y = b.add(y, one);
+  }
+  Value ixx = b.div(one, b.mul(y, y));
+  Value series = b.mul(ixx, b.sub(cst(b, x, 1.0 / 30), b.mul(ixx, cst(b, x, 1.0 / 42))));
+  series = b.add(b.add(one, b.div(one, b.mul(cst(b, x, 2), y))), b.mul(ixx, b.sub(cst(b, x, 1.0 / 6), series)));
+  result = b.add(result, b.div(series, y));
+  return b.select(refl, b.neg(result), result);
+}
+
+// a^-m for a static integer m >= 1, by squaring.
+Value inv_pow(Builder& b, Value a, int64_t m) {
+  Value r, p = a;
+  for (int64_t e = m; e; e >>= 1) {
+    if (e & 1) r = r.valid() ? b.mul(r, p) : p;
+    if (e > 1) p = b.mul(p, p);
+  }
+  return b.div(cst(b, a, 1), r);
+}
+
+// The Hurwitz zeta function zeta(s, q) for an integer s >= 2 (Cephes, as in
+// PyTorch): direct sum of (q + k)^-s until k >= 9 and q + k > 9 (or the term
+// is negligible), then the Euler-Maclaurin tail; +inf at q = 0, -1, -2, ...
+Value hurwitz_zeta_int(Builder& b, int64_t s_int, Value q) {
+  const double machep = 1.11022302462515654042E-16;
+  Value s0 = inv_pow(b, q, s_int);
+  Value done0 = b.compare(q, q, Cmp::NE);  // all false
+  done0 = b.and_(done0, b.not_(done0));
+  Value i0 = b.constant(0, DType::S32);
+  auto running = [](Builder& b, Value i, Value a, Value done) {
+    Value more = b.or_(b.broadcast_to(b.compare(i, b.constant(9, DType::S32), Cmp::LT), a.shape()),
+                       b.compare(a, cst(b, a, 9), Cmp::LE));
+    return b.and_(b.not_(done), more);
+  };
+  // state: i, a, b, s, done
+  Values st = b.while_loop(
+      {i0, q, cst(b, q, 0), s0, done0},
+      [&](Builder& b, const Values& v) { return Values{special::any(b, running(b, v[0], v[1], v[4]))}; },
+      [&](Builder& b, const Values& v) {
+        Value act = running(b, v[0], v[1], v[4]);
+        Value a = b.add(v[1], cst(b, q, 1));
+        Value t = inv_pow(b, a, s_int);
+        Value s = b.add(v[3], t);
+        Value m = b.mul(cst(b, s, machep), s);
+        Value small = b.and_(b.compare(b.neg(m), t, Cmp::LT), b.compare(t, m, Cmp::LT));
+        return Values{b.add(v[0], b.constant(1, DType::S32)), b.select(act, a, v[1]), b.select(act, t, v[2]),
+                      b.select(act, s, v[3]), b.or_(v[4], b.and_(act, small))};
+      });
+  Value a = st[1], t = st[2], s = st[3], done = st[4];
+  static const double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+                             7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+                             -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+  double sd = static_cast<double>(s_int);
+  Value w = a;
+  Value tail = b.sub(b.add(s, b.div(b.mul(t, w), cst(b, s, sd - 1))), b.mul(cst(b, s, 0.5), t));
+  Value fa = cst(b, s, 1);
+  double k = 0;
+  for (int i = 0; i < 12; ++i) {
+    fa = b.mul(fa, cst(b, s, sd + k));
+    t = b.div(t, w);
+    Value term = b.div(b.mul(fa, t), cst(b, s, A[i]));
+    Value next = b.add(tail, term);
+    Value stop = b.compare(b.abs(b.div(term, next)), cst(b, s, machep), Cmp::LT);
+    tail = b.select(done, tail, next);
+    done = b.or_(done, stop);
+    k += 1;
+    fa = b.mul(fa, cst(b, s, sd + k));
+    t = b.div(t, w);
+    k += 1;
+  }
+  Value r = b.select(st[4], s, tail);
+  Value pole = b.and_(b.compare(q, cst(b, q, 0), Cmp::LE), b.compare(q, b.unary("stablehlo.floor", q), Cmp::EQ));
+  return b.select(pole, cst(b, q, INFINITY), r);
 }
 
 TT_RULE({"aten::copysign.Tensor", "aten::copysign.Scalar"}, [](Builder& b, const Args& a, const Context& c) {
@@ -114,35 +238,31 @@ TT_RULE({"aten::lgamma"}, [](Builder& b, const Args& a, const Context& c) {
   return float1(b, a, c, [](Builder& b, Value x) { return b.unary("chlo.lgamma", x); });
 });
 TT_RULE({"aten::digamma"}, [](Builder& b, const Args& a, const Context& c) {
-  return float1(b, a, c, [](Builder& b, Value x) { return b.unary("chlo.digamma", x); });
+  return float1(b, a, c, digamma_cpu);
 });
 TT_RULE({"aten::special_i1e"}, [](Builder& b, const Args& a, const Context& c) {
   return float1(b, a, c, [](Builder& b, Value x) { return b.unary("chlo.bessel_i1e", x); });
 });
 
-// polygamma(n, x): the n-th derivative of digamma.
+// polygamma(n, x): the n-th derivative of digamma, by the CPU kernel's
+// methods: digamma (n = 0), trigamma (n = 1), and for n >= 2
+// (-1)^(n+1) n! zeta(n + 1, x), the zeta sum in f64 for f32 (PyTorch's CPU
+// accumulate type; f32 for f16/bf16).
 TT_RULE({"aten::polygamma"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
   if (!is_float(out.dtype)) throw LoweringError("polygamma: non-float result");
-  // n = 0 is digamma; n >= 1 goes through the Hurwitz zeta function, computed
-  // in f64 (in f32 it loses several digits against PyTorch's CPU kernel).
-  if (a[0].i == 0) {
-    Value x = cast_to(b, a[1].value(), upcast(out.dtype), out.shape);
-    return Values{b.convert(b.unary("chlo.digamma", x), out.dtype)};
-  }
-  Value x = cast_to(b, a[1].value(), DType::F64, out.shape);
-  Value n = b.constant(static_cast<double>(a[0].i), DType::F64, out.shape);
-  Value r = b.binary("chlo.polygamma", n, x);
-  if (a[0].i == 1) {
-    // trigamma: the reflection psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x) for
-    // x < 0.5, as PyTorch's kernel does (the zeta series is poor there).
-    Value one = b.constant(1, DType::F64, out.shape);
-    Value refl = b.sub(b.div(b.constant(kPi * kPi, DType::F64, out.shape),
-                             b.mul(b.unary("stablehlo.sine", b.mul(x, b.constant(kPi, DType::F64, out.shape))),
-                                   b.unary("stablehlo.sine", b.mul(x, b.constant(kPi, DType::F64, out.shape))))),
-                       b.binary("chlo.polygamma", n, b.sub(one, x)));
-    r = b.select(b.compare(x, b.constant(0.5, DType::F64, out.shape), Cmp::LT), refl, r);
-  }
+  int64_t n = a[0].i;
+  if (n < 0) throw InvalidArgument("polygamma(n, x) does not support negative n.");
+  DType ct = upcast(out.dtype);
+  Value x = cast_to(b, a[1].value(), ct, out.shape);
+  if (n == 0) return Values{b.convert(digamma_cpu(b, x), out.dtype)};
+  if (n == 1) return Values{b.convert(trigamma_cpu(b, x), out.dtype)};
+  DType acc = ct == DType::F32 && out.dtype == DType::F32 ? DType::F64 : ct;
+  Value z = b.convert(hurwitz_zeta_int(b, n + 1, b.convert(x, acc)), ct);
+  // n! as the kernel forms it, exp(lgamma(n + 1)) in the scalar type.
+  double fac = ct == DType::F64 ? std::exp(std::lgamma(static_cast<double>(n) + 1.0))
+                                : std::exp(std::lgamma(static_cast<float>(n) + 1.0f));
+  Value r = b.mul(cst(b, z, n % 2 ? fac : -fac), z);
   return Values{b.convert(r, out.dtype)};
 });
 

@@ -1,0 +1,67 @@
+// Evaluation helpers shared by the special-function rules
+// (special_polynomials.cpp, special_bessel.cpp, special_functions.cpp):
+// constants shaped like a value, Horner and Clenshaw (Cephes `chbevl`) sums
+// over coefficient lists, and the dtype a rule computes in.
+//
+// PyTorch's CPU kernels evaluate these functions in the tensor's scalar type
+// (float for float32) with the coefficients rounded to that type; the helpers
+// do the same so that results agree to a few ulps.
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "lowering/helpers.h"
+
+namespace tt::lowering::special {
+
+using hlo::Cmp;
+
+// f16/bf16 compute in f32 (PyTorch upcasts them); f32 and f64 as they are.
+inline DType compute_type(DType out) {
+  return out == DType::F16 || out == DType::BF16 ? DType::F32 : out;
+}
+
+inline Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
+inline Value lt(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::LT); }
+inline Value le(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::LE); }
+inline Value gt(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::GT); }
+inline Value ge(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::GE); }
+inline Value eq(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::EQ); }
+inline Value ne(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::NE); }
+inline Value is_nan(Builder& b, Value x) { return b.compare(x, x, Cmp::NE); }
+inline Value is_inf(Builder& b, Value x) {
+  return b.compare(b.abs(x), cst(b, x, std::numeric_limits<double>::infinity()), Cmp::EQ);
+}
+inline Value sel(Builder& b, Value pred, double v, Value otherwise) {
+  return b.select(pred, cst(b, otherwise, v), otherwise);
+}
+
+// c[0] y^n + c[1] y^(n-1) + ... + c[n], in Horner form (Cephes `polevl`).
+inline Value horner(Builder& b, Value y, const std::vector<double>& c) {
+  Value r = cst(b, y, c[0]);
+  for (size_t i = 1; i < c.size(); ++i) r = b.add(b.mul(r, y), cst(b, y, c[i]));
+  return r;
+}
+
+// Sum of a Chebyshev series by Clenshaw's recurrence, Cephes `chbevl`:
+// b0 = y b1 - b2 + c[i]; the result is (b0 - b2) / 2.
+inline Value chbevl(Builder& b, Value y, const std::vector<double>& c) {
+  Value b0 = cst(b, y, c[0]), b1 = cst(b, y, 0), b2 = b1;
+  for (size_t i = 1; i < c.size(); ++i) {
+    b2 = b1;
+    b1 = b0;
+    b0 = b.add(b.sub(b.mul(y, b1), b2), cst(b, y, c[i]));
+  }
+  return b.mul(cst(b, y, 0.5), b.sub(b0, b2));
+}
+
+// Any element of a predicate true (a 0-d i1).
+inline Value any(Builder& b, Value pred) {
+  if (pred.rank() == 0) return pred;
+  std::vector<int64_t> dims(pred.rank());
+  for (int64_t i = 0; i < pred.rank(); ++i) dims[i] = i;
+  return b.reduce(pred, b.constant_int(0, DType::Pred), dims, "stablehlo.or");
+}
+
+}  // namespace tt::lowering::special
