@@ -170,3 +170,17 @@ def test_bad_inputs():
     same_error(lambda x: torch.linalg.qr(x, mode="bogus"), a)
     with pytest.raises(RuntimeError, match="LU without pivoting"):
         torch.linalg.lu_factor(a.to("tpu"), pivot=False)
+
+
+@pytest.mark.parametrize("view", ["contiguous", "transposed", "strided"])
+def test_det_and_slogdet_gradients_follow_the_inputs_contiguity(view):
+    """PyTorch factors A^T for a contiguous A and A otherwise, and its backward
+    reads that LU; a non-contiguous A must get the LU of A."""
+    a = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(5), dtype=torch.float64).float()
+    pick = {"contiguous": lambda t: t[..., :4].contiguous(), "transposed": lambda t: t[..., :4].mT,
+            "strided": lambda t: t[..., ::2]}[view]
+    for fn in (torch.linalg.det, lambda x: torch.linalg.slogdet(x)[1]):
+        cpu, tpu = a.clone().requires_grad_(), a.to("tpu").requires_grad_()
+        fn(pick(cpu)).sum().backward()
+        fn(pick(tpu)).sum().backward()
+        torch.testing.assert_close(tpu.grad.cpu(), cpu.grad, rtol=1e-4, atol=1e-4)

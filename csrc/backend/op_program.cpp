@@ -100,6 +100,7 @@ Arg build_arg(hlo::Builder& b, const ArgRecord& r, const ProgramInputs& in) {
       hlo::Value storage = in.storages[r.storage];
       storage = lowering::reinterpret_storage(b, storage, r.dtype);  // a view of another dtype's bytes
       a.tensor = lowering::read_view(b, storage, r.view);
+      a.contiguous = r.view.numel() == 0 || r.view.contiguous();
     } else {
       a.tensor = in.scalars[r.scalar];
     }

@@ -38,6 +38,10 @@ struct Arg {
   // wrapped into a 0-d tensor; it promotes like a Scalar.
   Value tensor;
   bool wrapped = false;
+  // Tensor: whether PyTorch sees it as contiguous. Eager calls know the
+  // view's strides; inside a whole graph it is assumed. Only for the rare op
+  // whose results PyTorch defines by strides (det's LU of A or of A^T).
+  bool contiguous = true;
   // TensorList (a `Tensor?[]` entry that is None is an invalid Value).
   Values tensors;
   // Scalar: a 0-d runtime value (f64, i64 or i1) so that a changing scalar

@@ -182,16 +182,19 @@ TT_RULE({"aten::_linalg_solve_ex"}, [](Builder& b, const Args& a, const Context&
 });
 
 // PyTorch factors A^T for a contiguous A in det and slogdet (det(A^T) =
-// det(A)) and its backward solves with that factorisation accordingly. A rule
-// cannot see strides, so it follows the contiguous case; a non-contiguous A
-// still gets the right values, but the LU its backward reads is then A^T's.
-LU det_factor(Builder& b, Value A, DType ct) { return lu_factor(b, flatten_batch(b, mT(b, b.convert(A, ct)))); }
+// det(A)) and A itself otherwise; their backward solves with the LU it gets
+// back accordingly, so the rule follows the input's contiguity (Arg::contiguous;
+// inside a torch.compile graph a contiguous A is assumed).
+LU det_factor(Builder& b, const Arg& A, DType ct) {
+  Value x = b.convert(A.value(), ct);
+  return lu_factor(b, flatten_batch(b, A.contiguous ? mT(b, x) : x));
+}
 
 // _linalg_det(A) -> (result, LU, pivots)
 TT_RULE({"aten::_linalg_det"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
   DType ct = upcast(out.dtype);
-  LU f = det_factor(b, a[0].value(), ct);
+  LU f = det_factor(b, a[0], ct);
   Value det = b.mul(reduce_prod(b, diagonal(b, f.lu), 1), pivot_sign(b, f.piv, ct));
   return Values{finish(b, det, out), finish(b, f.lu, c.out(1)), finish(b, f.piv, c.out(2))};
 });
@@ -201,7 +204,7 @@ TT_RULE({"aten::_linalg_det"}, [](Builder& b, const Args& a, const Context& c) {
 TT_RULE({"aten::_linalg_slogdet"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
   DType ct = upcast(out.dtype);
-  LU f = det_factor(b, a[0].value(), ct);
+  LU f = det_factor(b, a[0], ct);
   Value d = diagonal(b, f.lu);
   Value sign = b.mul(reduce_prod(b, b.unary("stablehlo.sign", d), 1), pivot_sign(b, f.piv, ct));
   Value logabs = reduce_sum(b, b.log(b.abs(d)), {1});
