@@ -118,6 +118,31 @@ def test_polygamma_negative_n_rejected():
         torch.polygamma(-1, x.to("tpu"))
 
 
+def gamma_args(shape, dtype, i):
+    """a and x spread over every regime of SciPy's igamma (power series,
+    continued fraction, asymptotic expansion for large a near x), with
+    boundary points."""
+    big = uniform(shape, 0, 1, 34) > 0.5
+    a = torch.where(big, uniform(shape, 20, 250, 31), uniform(shape, 0.05, 4, 30))
+    if i == 0:
+        return with_points(a, [0.0, 1.0, float("inf"), 2.0, 0.5]).to(dtype)
+    x = torch.where(uniform(shape, 0, 1, 35) > 0.3, a * uniform(shape, 0.0, 2.0, 32), uniform(shape, 0, 2, 33))
+    return with_points(x, [1.0, 0.0, 5.0, float("inf"), 0.3, 1.05]).to(dtype)
+
+
+GB = [[(6, 8), (6, 8)], [(0, 3), (0, 3)]]
+CASES_GAMMA = [
+    OpCase("igamma", torch.igamma, GB, FLOATS, make=gamma_args, rtol=1e-5),
+    OpCase("igammac", torch.igammac, GB, FLOATS, make=gamma_args, rtol=1e-5),
+    OpCase("igamma_negative", torch.igamma, [[(3, 4), (3, 4)]], FLOAT),
+]
+
+
+@parametrize(CASES_GAMMA)
+def test_gamma(case, shapes, dtype):
+    run_case(case, shapes, dtype)
+
+
 POLYNOMIALS = [
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
     "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
