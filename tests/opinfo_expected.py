@@ -19,10 +19,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'cdist': 'fallback: CPU fallback: aten::_cdist_backward',
                       'corrcoef': 'fallback: CPU fallback: aten::equal',
                       'cov': 'fallback: CPU fallback: aten::equal',
-                      'digamma': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
-                                 'Mismatched elements: 2 / 20 (10.0%); Greatest absolute difference: '
-                                 '0.0096435546875 at index (14,) (up to 1e-05 allowed); Greatest relative '
-                                 'difference: 2.0258665244909935e-05 at index (4,) (up to 3.1e-06 allowed)',
                       'erfinv': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                 'Mismatched elements: 2 / 400 (0.5%); Greatest absolute difference: '
                                 '0.0009002685546875 at index (12, 3) (up to 1e-05 allowed); Greatest '
@@ -32,67 +28,20 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                          'aten::grid_sampler_2d_backward',
                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
                                          'aten::grid_sampler_3d_backward',
-                      'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
-                      'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'linalg.cond': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.det': 'fallback: CPU fallback: aten::_linalg_det.result',
-                      'linalg.eigh': 'fallback: CPU fallback: aten::_linalg_eigh.eigenvalues',
-                      'linalg.eigvalsh': 'fallback: CPU fallback: aten::_linalg_eigh.eigenvalues',
-                      'linalg.householder_product': 'fallback: CPU fallback: '
-                                                    'aten::linalg_householder_product',
-                      'linalg.inv': 'fallback: CPU fallback: aten::linalg_inv_ex.inverse',
-                      'linalg.inv_ex': 'fallback: CPU fallback: aten::linalg_inv_ex.inverse',
-                      'linalg.lstsq': 'fallback: CPU fallback: aten::_linalg_svd.U, aten::linalg_lstsq.out',
-                      'linalg.lstsq.grad_oriented': 'fallback: CPU fallback: aten::_linalg_svd.U, '
-                                                    'aten::linalg_lstsq.out',
-                      'linalg.lu': 'fallback: CPU fallback: aten::linalg_lu.out',
-                      'linalg.lu_factor': 'fallback: CPU fallback: aten::linalg_lu_factor_ex.out, '
-                                          'aten::lu_unpack.out',
-                      'linalg.lu_factor_ex': 'fallback: CPU fallback: aten::linalg_lu_factor_ex.out, '
-                                             'aten::lu_unpack.out',
-                      'linalg.lu_solve': 'fallback: CPU fallback: aten::linalg_lu_solve.out, '
-                                         'aten::lu_unpack.out',
-                      'linalg.pinv': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.pinv.hermitian': 'fallback: CPU fallback: aten::_linalg_eigh.eigenvalues, '
-                                               'aten::_linalg_svd.U',
-                      'linalg.pinv.singular': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.qr': 'fallback: CPU fallback: aten::linalg_qr.out',
-                      'linalg.slogdet': 'fallback: CPU fallback: aten::_linalg_slogdet.sign, '
-                                        'aten::linalg_lu_solve.out',
-                      'linalg.solve': 'fallback: CPU fallback: aten::_linalg_solve_ex.result, '
-                                      'aten::linalg_lu_solve.out',
-                      'linalg.solve_ex': 'fallback: CPU fallback: aten::_linalg_solve_ex.result, '
-                                         'aten::linalg_lu_solve.out',
-                      'linalg.svd': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.svdvals': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.tensorinv': 'fallback: CPU fallback: aten::linalg_inv_ex.inverse',
-                      'linalg.tensorsolve': 'fallback: CPU fallback: aten::_linalg_solve_ex.result, '
-                                            'aten::linalg_lu_solve.out',
-                      'logdet': 'fallback: CPU fallback: aten::_linalg_slogdet.sign, '
-                                'aten::linalg_lu_solve.out',
-                      'lu': 'fallback: CPU fallback: aten::linalg_lu_factor_ex.out, aten::lu_unpack.out',
-                      'lu_solve': 'fallback: CPU fallback: aten::linalg_lu_solve.out, aten::lu_unpack.out',
-                      'lu_unpack': 'fallback: CPU fallback: aten::lu_unpack.out',
-                      'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                      'linalg.cond': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                     'Mismatched elements: 13 / 25 (52.0%); Greatest absolute difference: '
+                                     '5.14984130859375e-05 at index (2, 0) (up to 1e-05 allowed); Greatest '
+                                     'relative difference: 3.1490321816818323e-06 at index (0, 3) (up to '
+                                     '1.3e-06 allowed)',
+                      'linalg.lstsq': 'fallback: CPU fallback: aten::linalg_lstsq.out',
+                      'linalg.lstsq.grad_oriented': 'fallback: CPU fallback: aten::linalg_lstsq.out',
+                      'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                    'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
+                                    '0.01959228515625 at index (4, 4) (up to 1e-05 allowed); Greatest '
+                                    'relative difference: 0.0002756142639555037 at index (2, 4) (up to '
+                                    '1.3e-06 allowed)',
                       'mode': 'fallback: CPU fallback: aten::mode',
-                      'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::_adaptive_avg_pool3d, '
-                                                           'aten::_adaptive_avg_pool3d_backward',
-                      'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out, '
-                                                           'aten::adaptive_max_pool2d_backward.grad_input',
-                      'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out, '
-                                                           'aten::adaptive_max_pool2d_backward.grad_input',
-                      'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool3d.out, '
-                                                           'aten::adaptive_max_pool3d_backward.grad_input',
-                      'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d.out, '
-                                                  'aten::avg_pool3d_backward.grad_input',
                       'nn.functional.ctc_loss': 'fallback: CPU fallback: aten::_ctc_loss, '
                                                 'aten::_ctc_loss_backward',
                       'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
@@ -113,8 +62,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
                                                            'aten::upsample_bicubic2d.out, '
                                                            'aten::upsample_bicubic2d_backward.grad_input',
-                      'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices, '
-                                                  'aten::max_pool3d_with_indices_backward',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 0: AssertionError: '
                                                                     'grad[2]: Tensor-likes are not close!; '
                                                                     'Mismatched elements: 6 / 12 (50.0%); '
@@ -132,54 +79,8 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
                                                               'aten::replication_pad2d, '
                                                               'aten::replication_pad2d_backward',
-                      'nn.functional.pdist': 'fallback: CPU fallback: aten::_pdist_backward, '
-                                             'aten::_pdist_forward',
+                      'nn.functional.pdist': 'fallback: CPU fallback: aten::_pdist_backward',
                       'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
-                      'nn.functional.unfold': 'fallback: CPU fallback: aten::col2im, aten::im2col',
-                      'norm.nuc': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'ormqr': 'fallback: CPU fallback: aten::ormqr',
-                      'pca_lowrank': 'fallback: CPU fallback: aten::_linalg_svd.U, aten::linalg_qr.out',
-                      'pinverse': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'polygamma.polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 2 / 25 (8.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 1e-05 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 1.3e-06 allowed)',
-                      'polygamma.polygamma_n_1': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'polygamma.polygamma_n_2': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'polygamma.polygamma_n_3': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'polygamma.polygamma_n_4': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'qr': 'fallback: CPU fallback: aten::linalg_qr.out',
-                      'special.erfcx': 'fallback: CPU fallback: aten::special_erfcx.out',
-                      'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                      'special.i1': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
-                      'special.i1e': 'fallback: CPU fallback: aten::special_i0e.out',
-                      'special.log_ndtr': 'fallback: CPU fallback: aten::special_log_ndtr.out',
-                      'special.polygamma.special_polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: '
-                                                                 'Tensor-likes are not close!; Mismatched '
-                                                                 'elements: 2 / 25 (8.0%); Greatest absolute '
-                                                                 'difference: 34.282310485839844 at index '
-                                                                 '(0, 0) (up to 1e-05 allowed); Greatest '
-                                                                 'relative difference: 8.110516548156738 at '
-                                                                 'index (0, 0) (up to 1.3e-06 allowed)',
-                      'svd': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'svd_lowrank': 'fallback: CPU fallback: aten::_linalg_svd.U, aten::linalg_qr.out',
                       'unfold': 'fallback: CPU fallback: aten::unfold_backward',
                       'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
  ('float32', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
@@ -197,7 +98,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'corrcoef': 'fallback: CPU fallback: aten::equal',
                       'cov': 'fallback: CPU fallback: aten::equal',
                       'equal': 'fallback: CPU fallback: aten::equal',
-                      'geqrf': 'fallback: CPU fallback: aten::geqrf',
                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
@@ -205,65 +105,18 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                    'aten::histogram.bins_tensor',
                       'histogramdd': 'fallback: CPU fallback: aten::_histogramdd_bin_edges, '
                                      'aten::_histogramdd_from_bin_cts, aten::_histogramdd_from_bin_tensors',
-                      'i0': 'fallback: CPU fallback: aten::i0.out',
-                      'igamma': 'fallback: CPU fallback: aten::igamma.out',
-                      'igammac': 'fallback: CPU fallback: aten::igammac.out',
-                      'index_add': 'fail: sample 0: AssertionError: result: Scalars are not close!; Expected '
-                                   '-6.712547779083252 but got -10.244199752807617.; Absolute difference: '
-                                   '3.5316519737243652 (up to 1e-05 allowed); Relative difference: '
-                                   '0.5261269029219023 (up to 1.3e-06 allowed)',
-                      'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'linalg.cond': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.det': 'fallback: CPU fallback: aten::_linalg_det.result',
-                      'linalg.eigh': 'fallback: CPU fallback: aten::_linalg_eigh.eigenvalues',
-                      'linalg.eigvalsh': 'fallback: CPU fallback: aten::_linalg_eigh.eigenvalues',
-                      'linalg.householder_product': 'fallback: CPU fallback: '
-                                                    'aten::linalg_householder_product',
-                      'linalg.inv': 'fallback: CPU fallback: aten::linalg_inv_ex.inverse',
-                      'linalg.inv_ex': 'fallback: CPU fallback: aten::linalg_inv_ex.inverse',
                       'linalg.ldl_factor': 'fallback: CPU fallback: aten::linalg_ldl_factor_ex.out',
                       'linalg.ldl_factor_ex': 'fallback: CPU fallback: aten::linalg_ldl_factor_ex.out',
                       'linalg.ldl_solve': 'fallback: CPU fallback: aten::linalg_ldl_solve.out',
                       'linalg.lstsq': 'fallback: CPU fallback: aten::linalg_lstsq.out',
                       'linalg.lstsq.grad_oriented': 'fallback: CPU fallback: aten::linalg_lstsq.out',
-                      'linalg.lu': 'fallback: CPU fallback: aten::linalg_lu.out',
-                      'linalg.lu_factor': 'fallback: CPU fallback: aten::linalg_lu_factor_ex.out',
-                      'linalg.lu_factor_ex': 'fallback: CPU fallback: aten::linalg_lu_factor_ex.out',
-                      'linalg.lu_solve': 'fallback: CPU fallback: aten::linalg_lu_solve.out',
-                      'linalg.matrix_rank': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.matrix_rank.hermitian': 'fallback: CPU fallback: '
-                                                      'aten::_linalg_eigh.eigenvalues',
-                      'linalg.pinv': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.pinv.hermitian': 'fallback: CPU fallback: aten::_linalg_eigh.eigenvalues, '
-                                               'aten::_linalg_svd.U',
-                      'linalg.pinv.singular': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.qr': 'fallback: CPU fallback: aten::linalg_qr.out',
-                      'linalg.slogdet': 'fallback: CPU fallback: aten::_linalg_slogdet.sign',
-                      'linalg.solve': 'fallback: CPU fallback: aten::_linalg_solve_ex.result',
-                      'linalg.solve_ex': 'fallback: CPU fallback: aten::_linalg_solve_ex.result',
-                      'linalg.svd': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.svdvals': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'linalg.tensorinv': 'fallback: CPU fallback: aten::linalg_inv_ex.inverse',
-                      'linalg.tensorsolve': 'fallback: CPU fallback: aten::_linalg_solve_ex.result',
-                      'logdet': 'fallback: CPU fallback: aten::_linalg_slogdet.sign',
-                      'lu': 'fallback: CPU fallback: aten::linalg_lu_factor_ex.out',
-                      'lu_solve': 'fallback: CPU fallback: aten::linalg_lu_solve.out',
-                      'lu_unpack': 'fallback: CPU fallback: aten::lu_unpack.out',
-                      'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                      'matrix_exp': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
+                                    'Mismatched elements: 49 / 125 (39.2%); Greatest absolute difference: '
+                                    '0.03125 at index (0, 0, 4) (up to 1e-05 allowed); Greatest relative '
+                                    'difference: 0.0024403976276516914 at index (2, 4, 1) (up to 1.3e-06 '
+                                    'allowed)',
                       'mode': 'fallback: CPU fallback: aten::mode',
                       'native_batch_norm': 'fail: sample 1: AssertionError: result[1]: shape (2,) != (0,)',
-                      'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::_adaptive_avg_pool3d',
-                      'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out',
-                      'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out',
-                      'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool3d.out',
-                      'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d.out',
                       'nn.functional.ctc_loss': 'fallback: CPU fallback: aten::_ctc_loss',
                       'nn.functional.embedding_bag': 'fallback: CPU fallback: '
                                                      'aten::_embedding_bag_forward_only',
@@ -279,7 +132,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d',
                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
                                                            'aten::upsample_bicubic2d.out',
-                      'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
                                                                     'result[0]: Tensor-likes are not close!; '
                                                                     'Mismatched elements: 2 / 6 (33.3%); '
@@ -293,98 +145,7 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                               'aten::multilabel_margin_loss_forward',
                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
                                                               'aten::replication_pad2d',
-                      'nn.functional.pdist': 'fallback: CPU fallback: aten::_pdist_forward',
                       'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
-                      'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
-                      'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
-                      'norm.nuc': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'ormqr': 'fallback: CPU fallback: aten::ormqr',
-                      'pca_lowrank': 'fallback: CPU fallback: aten::_linalg_svd.U, aten::linalg_qr.out',
-                      'pinverse': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'polygamma.polygamma_n_0': 'fail: sample 0: AssertionError: result: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 3 / 25 (12.0%); Greatest '
-                                                 'absolute difference: 0.0096435546875 at index (2, 4) (up '
-                                                 'to 1e-05 allowed); Greatest relative difference: '
-                                                 '2.0258665244909935e-05 at index (0, 4) (up to 1.3e-06 '
-                                                 'allowed)',
-                      'polygamma.polygamma_n_1': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'polygamma.polygamma_n_2': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'polygamma.polygamma_n_3': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'polygamma.polygamma_n_4': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 34.282310485839844 at index (0, 0) '
-                                                 '(up to 0.0001 allowed); Greatest relative difference: '
-                                                 '8.110516548156738 at index (0, 0) (up to 0.01 allowed)',
-                      'qr': 'fallback: CPU fallback: aten::linalg_qr.out',
-                      'special.airy_ai': 'fallback: CPU fallback: aten::special_airy_ai.out',
-                      'special.bessel_j0': 'fallback: CPU fallback: aten::special_bessel_j0.out',
-                      'special.bessel_j1': 'fallback: CPU fallback: aten::special_bessel_j1.out',
-                      'special.bessel_y0': 'fallback: CPU fallback: aten::special_bessel_y0.out',
-                      'special.bessel_y1': 'fallback: CPU fallback: aten::special_bessel_y1.out',
-                      'special.chebyshev_polynomial_t': 'fallback: CPU fallback: '
-                                                        'aten::special_chebyshev_polynomial_t.out',
-                      'special.chebyshev_polynomial_u': 'fallback: CPU fallback: '
-                                                        'aten::special_chebyshev_polynomial_u.out',
-                      'special.chebyshev_polynomial_v': 'fallback: CPU fallback: '
-                                                        'aten::special_chebyshev_polynomial_v.out',
-                      'special.chebyshev_polynomial_w': 'fallback: CPU fallback: '
-                                                        'aten::special_chebyshev_polynomial_w.out',
-                      'special.erfcx': 'fallback: CPU fallback: aten::special_erfcx.out',
-                      'special.hermite_polynomial_h': 'fallback: CPU fallback: '
-                                                      'aten::special_hermite_polynomial_h.out',
-                      'special.hermite_polynomial_he': 'fallback: CPU fallback: '
-                                                       'aten::special_hermite_polynomial_he.out',
-                      'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                      'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
-                      'special.laguerre_polynomial_l': 'fallback: CPU fallback: '
-                                                       'aten::special_laguerre_polynomial_l.out',
-                      'special.legendre_polynomial_p': 'fallback: CPU fallback: '
-                                                       'aten::special_legendre_polynomial_p.out',
-                      'special.log_ndtr': 'fallback: CPU fallback: aten::special_log_ndtr.out',
-                      'special.modified_bessel_i0': 'fallback: CPU fallback: '
-                                                    'aten::special_modified_bessel_i0.out',
-                      'special.modified_bessel_i1': 'fallback: CPU fallback: '
-                                                    'aten::special_modified_bessel_i1.out',
-                      'special.modified_bessel_k0': 'fallback: CPU fallback: '
-                                                    'aten::special_modified_bessel_k0.out',
-                      'special.modified_bessel_k1': 'fallback: CPU fallback: '
-                                                    'aten::special_modified_bessel_k1.out',
-                      'special.polygamma.special_polygamma_n_0': 'fail: sample 0: AssertionError: result: '
-                                                                 'Tensor-likes are not close!; Mismatched '
-                                                                 'elements: 3 / 25 (12.0%); Greatest '
-                                                                 'absolute difference: 0.0096435546875 at '
-                                                                 'index (2, 4) (up to 1e-05 allowed); '
-                                                                 'Greatest relative difference: '
-                                                                 '2.0258665244909935e-05 at index (0, 4) (up '
-                                                                 'to 1.3e-06 allowed)',
-                      'special.scaled_modified_bessel_k0': 'fallback: CPU fallback: '
-                                                           'aten::special_scaled_modified_bessel_k0.out',
-                      'special.scaled_modified_bessel_k1': 'fallback: CPU fallback: '
-                                                           'aten::special_scaled_modified_bessel_k1.out',
-                      'special.shifted_chebyshev_polynomial_t': 'fallback: CPU fallback: '
-                                                                'aten::special_shifted_chebyshev_polynomial_t.out',
-                      'special.shifted_chebyshev_polynomial_u': 'fallback: CPU fallback: '
-                                                                'aten::special_shifted_chebyshev_polynomial_u.out',
-                      'special.shifted_chebyshev_polynomial_v': 'fallback: CPU fallback: '
-                                                                'aten::special_shifted_chebyshev_polynomial_v.out',
-                      'special.shifted_chebyshev_polynomial_w': 'fallback: CPU fallback: '
-                                                                'aten::special_shifted_chebyshev_polynomial_w.out',
-                      'special.spherical_bessel_j0': 'fallback: CPU fallback: '
-                                                     'aten::special_spherical_bessel_j0.out',
-                      'svd': 'fallback: CPU fallback: aten::_linalg_svd.U',
-                      'svd_lowrank': 'fallback: CPU fallback: aten::_linalg_svd.U, aten::linalg_qr.out',
                       'unique': 'fallback: CPU fallback: aten::_unique2',
                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
 
@@ -415,13 +176,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                           'aten::grid_sampler_2d_backward',
                        'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
                                           'aten::grid_sampler_3d_backward',
-                       'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
                        'index_fill': 'fallback: CPU fallback: aten::_unique',
-                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                       'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
+                                     'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
+                                     'difference: nan at index (0, 0) (up to 0.016 allowed)',
                        'mode': 'fallback: CPU fallback: aten::mode',
                        'native_batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
                                             'close!; Mismatched elements: 122 / 125 (97.6%); Greatest '
@@ -433,18 +192,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                             'difference: 0.000522613525390625 at index (0, 1, 2) (up to '
                                             '1e-05 allowed); Greatest relative difference: 1.0 at index (0, '
                                             '0, 0) (up to 0.016 allowed)',
-                       'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
-                                                            'aten::_adaptive_avg_pool3d, '
-                                                            'aten::_adaptive_avg_pool3d_backward',
-                       'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
-                                                            'aten::adaptive_max_pool2d.out, '
-                                                            'aten::adaptive_max_pool2d_backward.grad_input',
-                       'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
-                                                            'aten::adaptive_max_pool2d.out, '
-                                                            'aten::adaptive_max_pool2d_backward.grad_input',
-                       'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
-                                                            'aten::adaptive_max_pool3d.out, '
-                                                            'aten::adaptive_max_pool3d_backward.grad_input',
                        'nn.functional.batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
                                                    'are not close!; Mismatched elements: 122 / 125 (97.6%); '
                                                    'Greatest absolute difference: 0.0016632080078125 at '
@@ -486,8 +233,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                    '0, 2) (up to 1e-05 allowed); Greatest relative '
                                                    'difference: 0.02490234375 at index (0, 0, 1) (up to '
                                                    '0.016 allowed)',
-                       'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices, '
-                                                   'aten::max_pool3d_with_indices_backward',
                        'nn.functional.multi_head_attention_forward': 'fail: sample 0: AssertionError: '
                                                                      'grad[2]: Tensor-likes are not close!; '
                                                                      'Mismatched elements: 6 / 12 (50.0%); '
@@ -504,32 +249,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                 'absolute difference: 0.0004425048828125 at index (3, 3) (up '
                                                 'to 1e-05 allowed); Greatest relative difference: 1.8828125 '
                                                 'at index (0, 3) (up to 0.016 allowed)',
-                       'nn.functional.unfold': 'fallback: CPU fallback: aten::col2im, aten::im2col',
-                       'polygamma.polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 1e-05 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.016 allowed)',
-                       'polygamma.polygamma_n_1': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
-                       'polygamma.polygamma_n_2': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
-                       'polygamma.polygamma_n_3': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
-                       'polygamma.polygamma_n_4': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
                        'rsqrt': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                 'Mismatched elements: 2 / 20 (10.0%); Greatest absolute difference: '
                                 '0.00244140625 at index (16,) (up to 1e-05 allowed); Greatest relative '
@@ -538,14 +257,10 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                   'Mismatched elements: 10 / 25 (40.0%); Greatest absolute difference: '
                                   '0.00055694580078125 at index (2, 3) (up to 1e-05 allowed); Greatest '
                                   'relative difference: 0.87890625 at index (2, 3) (up to 0.016 allowed)',
-                       'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                       'special.polygamma.special_polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: '
-                                                                  'Tensor-likes are not close!; Mismatched '
-                                                                  'elements: 1 / 25 (4.0%); Greatest '
-                                                                  'absolute difference: 50.0 at index (0, 0) '
-                                                                  '(up to 1e-05 allowed); Greatest relative '
-                                                                  'difference: 4048.0 at index (0, 0) (up to '
-                                                                  '0.016 allowed)',
+                       'special.i0e': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                      'Mismatched elements: 3 / 5 (60.0%); Greatest absolute difference: '
+                                      '0.001953125 at index (1,) (up to 1e-05 allowed); Greatest relative '
+                                      'difference: 0.111328125 at index (0,) (up to 0.016 allowed)',
                        'unfold': 'fallback: CPU fallback: aten::unfold_backward',
                        'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
  ('bfloat16', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
@@ -571,18 +286,10 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                        'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
                        'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
                        'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
-                       'i0': 'fallback: CPU fallback: aten::i0.out',
-                       'igamma': 'fallback: CPU fallback: aten::igamma.out',
-                       'igammac': 'fallback: CPU fallback: aten::igammac.out',
-                       'index_add': 'fail: sample 0: AssertionError: result: Scalars are not close!; '
-                                    'Expected -6.75 but got -10.25.; Absolute difference: 3.5 (up to 1e-05 '
-                                    'allowed); Relative difference: 0.5185185185185185 (up to 0.016 allowed)',
-                       'index_put': 'fallback: CPU fallback: aten::index_put',
-                       'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
-                       'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                       'matrix_exp': 'fail: sample 0: AssertionError: result: Tensor-likes are not close!; '
+                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
+                                     'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
+                                     'difference: nan at index (0, 0) (up to 0.016 allowed)',
                        'mode': 'fallback: CPU fallback: aten::mode',
                        'native_batch_norm': 'fail: sample 0: AssertionError: result[0]: Tensor-likes are not '
                                             'close!; Mismatched elements: 3 / 125 (2.4%); Greatest absolute '
@@ -591,14 +298,13 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                             'to 0.016 allowed)',
                        'native_layer_norm': 'fail: sample 0: AssertionError: result[1]: dtype torch.float32 '
                                             '!= torch.bfloat16',
-                       'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
-                                                            'aten::_adaptive_avg_pool3d',
-                       'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
-                                                            'aten::adaptive_max_pool2d.out',
-                       'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
-                                                            'aten::adaptive_max_pool2d.out',
-                       'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
-                                                            'aten::adaptive_max_pool3d.out',
+                       'nn.functional.adaptive_avg_pool3d': 'fail: sample 1: AssertionError: result: '
+                                                            'Tensor-likes are not close!; Mismatched '
+                                                            'elements: 92 / 1120 (8.2%); Greatest absolute '
+                                                            'difference: 0.0234375 at index (2, 3, 0, 2) (up '
+                                                            'to 1e-05 allowed); Greatest relative '
+                                                            'difference: 2.625 at index (0, 1, 0, 2) (up to '
+                                                            '0.016 allowed)',
                        'nn.functional.batch_norm': 'fail: sample 0: AssertionError: result: Tensor-likes are '
                                                    'not close!; Mismatched elements: 3 / 125 (2.4%); '
                                                    'Greatest absolute difference: 0.0078125 at index (0, 0, '
@@ -624,7 +330,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                       '0.016 allowed)',
                        'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
                                                             'aten::upsample_bicubic2d.out',
-                       'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
                        'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
                                                                      'result[0]: Tensor-likes are not '
                                                                      'close!; Mismatched elements: 2 / 6 '
@@ -636,45 +341,9 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                        'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
                                                                'aten::replication_pad2d',
                        'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
-                       'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
-                       'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
-                       'polygamma.polygamma_n_0': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 1e-05 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.016 allowed)',
-                       'polygamma.polygamma_n_1': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
-                       'polygamma.polygamma_n_2': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
-                       'polygamma.polygamma_n_3': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
-                       'polygamma.polygamma_n_4': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                  'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                  'absolute difference: 50.0 at index (0, 0) (up to 10.0 '
-                                                  'allowed); Greatest relative difference: 4048.0 at index '
-                                                  '(0, 0) (up to 0.1 allowed)',
                        'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                                'Mismatched elements: 7113 / 8000 (88.9%); Greatest absolute difference: 7974 '
                                'at index (7314,); Greatest relative difference: 2728.0 at index (4964,)',
-                       'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                       'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
-                       'special.polygamma.special_polygamma_n_0': 'fail: sample 1: AssertionError: result: '
-                                                                  'Tensor-likes are not close!; Mismatched '
-                                                                  'elements: 1 / 25 (4.0%); Greatest '
-                                                                  'absolute difference: 50.0 at index (0, 0) '
-                                                                  '(up to 1e-05 allowed); Greatest relative '
-                                                                  'difference: 4048.0 at index (0, 0) (up to '
-                                                                  '0.016 allowed)',
                        'topk': 'fail: sample 1: AssertionError: result[1]: Tensor-likes are not equal!; '
                                'Mismatched elements: 4 / 75 (5.3%); Greatest absolute difference: 7 at index '
                                '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)',
@@ -692,92 +361,10 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                    'clamp_min': 'fallback: CPU fallback: aten::clamp_min.Tensor',
                    'equal': 'fallback: CPU fallback: aten::equal',
                    'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
-                   'i0': 'fallback: CPU fallback: aten::i0.out',
-                   'index_put': 'fallback: CPU fallback: aten::index_put',
                    'mode': 'fallback: CPU fallback: aten::mode',
-                   'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
-                   'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
-                   'polygamma.polygamma_n_0': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
-                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
-                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
-                                              'allowed); Greatest relative difference: nan at index (0, 2) '
-                                              '(up to 1.3e-06 allowed)',
-                   'polygamma.polygamma_n_1': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
-                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
-                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
-                                              'allowed); Greatest relative difference: nan at index (0, 2) '
-                                              '(up to 1.3e-06 allowed)',
-                   'polygamma.polygamma_n_2': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
-                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
-                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
-                                              'allowed); Greatest relative difference: nan at index (0, 2) '
-                                              '(up to 1.3e-06 allowed)',
-                   'polygamma.polygamma_n_3': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
-                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
-                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
-                                              'allowed); Greatest relative difference: nan at index (0, 2) '
-                                              '(up to 1.3e-06 allowed)',
-                   'polygamma.polygamma_n_4': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
-                                              'close!; Mismatched elements: 15 / 25 (60.0%); Greatest '
-                                              'absolute difference: nan at index (0, 2) (up to 1e-05 '
-                                              'allowed); Greatest relative difference: nan at index (0, 2) '
-                                              '(up to 1.3e-06 allowed)',
                    'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                            'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 at '
                            'index (7985,); Greatest relative difference: inf at index (7985,)',
-                   'special.airy_ai': 'fallback: CPU fallback: aten::special_airy_ai.out',
-                   'special.bessel_j0': 'fallback: CPU fallback: aten::special_bessel_j0.out',
-                   'special.bessel_j1': 'fallback: CPU fallback: aten::special_bessel_j1.out',
-                   'special.bessel_y0': 'fallback: CPU fallback: aten::special_bessel_y0.out',
-                   'special.bessel_y1': 'fallback: CPU fallback: aten::special_bessel_y1.out',
-                   'special.chebyshev_polynomial_t': 'fallback: CPU fallback: '
-                                                     'aten::special_chebyshev_polynomial_t.out',
-                   'special.chebyshev_polynomial_u': 'fallback: CPU fallback: '
-                                                     'aten::special_chebyshev_polynomial_u.out',
-                   'special.chebyshev_polynomial_v': 'fallback: CPU fallback: '
-                                                     'aten::special_chebyshev_polynomial_v.out',
-                   'special.chebyshev_polynomial_w': 'fallback: CPU fallback: '
-                                                     'aten::special_chebyshev_polynomial_w.out',
-                   'special.erfcx': 'fallback: CPU fallback: aten::special_erfcx.out',
-                   'special.hermite_polynomial_h': 'fallback: CPU fallback: '
-                                                   'aten::special_hermite_polynomial_h.out',
-                   'special.hermite_polynomial_he': 'fallback: CPU fallback: '
-                                                    'aten::special_hermite_polynomial_he.out',
-                   'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                   'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
-                   'special.laguerre_polynomial_l': 'fallback: CPU fallback: '
-                                                    'aten::special_laguerre_polynomial_l.out',
-                   'special.legendre_polynomial_p': 'fallback: CPU fallback: '
-                                                    'aten::special_legendre_polynomial_p.out',
-                   'special.log_ndtr': 'fallback: CPU fallback: aten::special_log_ndtr.out',
-                   'special.modified_bessel_i0': 'fallback: CPU fallback: '
-                                                 'aten::special_modified_bessel_i0.out',
-                   'special.modified_bessel_i1': 'fallback: CPU fallback: '
-                                                 'aten::special_modified_bessel_i1.out',
-                   'special.modified_bessel_k0': 'fallback: CPU fallback: '
-                                                 'aten::special_modified_bessel_k0.out',
-                   'special.modified_bessel_k1': 'fallback: CPU fallback: '
-                                                 'aten::special_modified_bessel_k1.out',
-                   'special.polygamma.special_polygamma_n_0': 'fail: sample 1: AssertionError: result: '
-                                                              'Tensor-likes are not close!; Mismatched '
-                                                              'elements: 15 / 25 (60.0%); Greatest absolute '
-                                                              'difference: nan at index (0, 2) (up to 1e-05 '
-                                                              'allowed); Greatest relative difference: nan '
-                                                              'at index (0, 2) (up to 1.3e-06 allowed)',
-                   'special.scaled_modified_bessel_k0': 'fallback: CPU fallback: '
-                                                        'aten::special_scaled_modified_bessel_k0.out',
-                   'special.scaled_modified_bessel_k1': 'fallback: CPU fallback: '
-                                                        'aten::special_scaled_modified_bessel_k1.out',
-                   'special.shifted_chebyshev_polynomial_t': 'fallback: CPU fallback: '
-                                                             'aten::special_shifted_chebyshev_polynomial_t.out',
-                   'special.shifted_chebyshev_polynomial_u': 'fallback: CPU fallback: '
-                                                             'aten::special_shifted_chebyshev_polynomial_u.out',
-                   'special.shifted_chebyshev_polynomial_v': 'fallback: CPU fallback: '
-                                                             'aten::special_shifted_chebyshev_polynomial_v.out',
-                   'special.shifted_chebyshev_polynomial_w': 'fallback: CPU fallback: '
-                                                             'aten::special_shifted_chebyshev_polynomial_w.out',
-                   'special.spherical_bessel_j0': 'fallback: CPU fallback: '
-                                                  'aten::special_spherical_bessel_j0.out',
                    'special.zeta': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
                                    'Mismatched elements: 2 / 5 (40.0%); Greatest absolute difference: nan at '
                                    'index (2,) (up to 1e-05 allowed); Greatest relative difference: nan at '
@@ -810,13 +397,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                          'aten::grid_sampler_2d_backward',
                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
                                          'aten::grid_sampler_3d_backward',
-                      'i0': 'fallback: CPU fallback: aten::i0.out, aten::special_i1.out',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
-                      'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                      'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                    'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
+                                    'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
+                                    'difference: nan at index (0, 0) (up to 0.001 allowed)',
                       'mode': 'fallback: CPU fallback: aten::mode',
                       'native_batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
                                            'close!; Mismatched elements: 91 / 125 (72.8%); Greatest absolute '
@@ -828,18 +413,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                            'difference: 0.000244140625 at index (0, 0, 2) (up to 1e-05 '
                                            'allowed); Greatest relative difference: 0.001068115234375 at '
                                            'index (0, 0, 2) (up to 0.001 allowed)',
-                      'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::_adaptive_avg_pool3d, '
-                                                           'aten::_adaptive_avg_pool3d_backward',
-                      'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out, '
-                                                           'aten::adaptive_max_pool2d_backward.grad_input',
-                      'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out, '
-                                                           'aten::adaptive_max_pool2d_backward.grad_input',
-                      'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool3d.out, '
-                                                           'aten::adaptive_max_pool3d_backward.grad_input',
                       'nn.functional.batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
                                                   'not close!; Mismatched elements: 91 / 125 (72.8%); '
                                                   'Greatest absolute difference: 0.00027441978454589844 at '
@@ -898,8 +471,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                          'Greatest relative difference: '
                                                                          '0.00534820556640625 at index (5, '
                                                                          '2) (up to 0.001 allowed)',
-                      'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices, '
-                                                  'aten::max_pool3d_with_indices_backward',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 0: AssertionError: '
                                                                     'grad[2]: Tensor-likes are not close!; '
                                                                     'Mismatched elements: 6 / 12 (50.0%); '
@@ -911,12 +482,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
                                                               'aten::replication_pad2d, '
                                                               'aten::replication_pad2d_backward',
-                      'nn.functional.unfold': 'fallback: CPU fallback: aten::col2im, aten::im2col',
-                      'polygamma.polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 33.21875 at index (0, 0) (up to 1e-05 '
-                                                 'allowed); Greatest relative difference: 7.2421875 at index '
-                                                 '(0, 0) (up to 0.001 allowed)',
                       'prod': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are not close!; '
                               'Mismatched elements: 2 / 125 (1.6%); Greatest absolute difference: '
                               '0.0001220703125 at index (3, 1, 1) (up to 1e-05 allowed); Greatest relative '
@@ -929,14 +494,10 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                  'Mismatched elements: 2 / 25 (8.0%); Greatest absolute difference: '
                                  '3.5703182220458984e-05 at index (2, 1) (up to 1e-05 allowed); Greatest '
                                  'relative difference: 4.1875 at index (2, 1) (up to 0.001 allowed)',
-                      'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                      'special.polygamma.special_polygamma_n_0': 'fail: sample 0: AssertionError: grad[0]: '
-                                                                 'Tensor-likes are not close!; Mismatched '
-                                                                 'elements: 1 / 25 (4.0%); Greatest absolute '
-                                                                 'difference: 33.21875 at index (0, 0) (up '
-                                                                 'to 1e-05 allowed); Greatest relative '
-                                                                 'difference: 7.2421875 at index (0, 0) (up '
-                                                                 'to 0.001 allowed)',
+                      'special.i0e': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
+                                     'Mismatched elements: 3 / 5 (60.0%); Greatest absolute difference: '
+                                     '0.0001220703125 at index (0,) (up to 1e-05 allowed); Greatest relative '
+                                     'difference: 0.0142822265625 at index (0,) (up to 0.001 allowed)',
                       'unfold': 'fallback: CPU fallback: aten::unfold_backward',
                       'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
  ('float16', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
@@ -967,19 +528,10 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
-                      'i0': 'fallback: CPU fallback: aten::i0.out',
-                      'igamma': 'fallback: CPU fallback: aten::igamma.out',
-                      'igammac': 'fallback: CPU fallback: aten::igammac.out',
-                      'index_add': 'fail: sample 0: AssertionError: result: Scalars are not close!; Expected '
-                                   '-6.7109375 but got -10.2421875.; Absolute difference: 3.53125 (up to '
-                                   '1e-05 allowed); Relative difference: 0.5261932479627474 (up to 0.001 '
-                                   'allowed)',
-                      'index_put': 'fallback: CPU fallback: aten::index_put',
-                      'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
-                      'matrix_exp': 'fallback: CPU fallback: aten::linalg_matrix_exp',
+                      'matrix_exp': 'fail: sample 0: AssertionError: result: Tensor-likes are not close!; '
+                                    'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
+                                    'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
+                                    'difference: nan at index (0, 0) (up to 0.001 allowed)',
                       'mode': 'fallback: CPU fallback: aten::mode',
                       'native_batch_norm': 'fail: sample 0: AssertionError: result[0]: Tensor-likes are not '
                                            'close!; Mismatched elements: 6 / 125 (4.8%); Greatest absolute '
@@ -988,14 +540,13 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                            'index (4, 2, 4) (up to 0.001 allowed)',
                       'native_layer_norm': 'fail: sample 0: AssertionError: result[1]: dtype torch.float32 '
                                            '!= torch.float16',
-                      'nn.functional.adaptive_avg_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::_adaptive_avg_pool3d',
-                      'nn.functional.adaptive_max_pool1d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out',
-                      'nn.functional.adaptive_max_pool2d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool2d.out',
-                      'nn.functional.adaptive_max_pool3d': 'fallback: CPU fallback: '
-                                                           'aten::adaptive_max_pool3d.out',
+                      'nn.functional.adaptive_avg_pool3d': 'fail: sample 1: AssertionError: result: '
+                                                           'Tensor-likes are not close!; Mismatched '
+                                                           'elements: 199 / 1120 (17.8%); Greatest absolute '
+                                                           'difference: 0.00390625 at index (0, 3, 0, 0) (up '
+                                                           'to 1e-05 allowed); Greatest relative difference: '
+                                                           '0.10418701171875 at index (6, 1, 2, 3) (up to '
+                                                           '0.001 allowed)',
                       'nn.functional.batch_norm': 'fail: sample 0: AssertionError: result: Tensor-likes are '
                                                   'not close!; Mismatched elements: 6 / 125 (4.8%); Greatest '
                                                   'absolute difference: 0.000732421875 at index (0, 0, 3) '
@@ -1038,7 +589,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                          'Greatest relative difference: '
                                                                          '0.0015869140625 at index (1,) (up '
                                                                          'to 0.001 allowed)',
-                      'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
                                                                     'result[0]: Tensor-likes are not close!; '
                                                                     'Mismatched elements: 2 / 6 (33.3%); '
@@ -1049,25 +599,9 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                     'allowed)',
                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
                                                               'aten::replication_pad2d',
-                      'nn.functional.unfold': 'fallback: CPU fallback: aten::im2col',
-                      'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
-                      'polygamma.polygamma_n_0': 'fail: sample 1: AssertionError: result: Tensor-likes are '
-                                                 'not close!; Mismatched elements: 1 / 25 (4.0%); Greatest '
-                                                 'absolute difference: 33.21875 at index (0, 0) (up to 1e-05 '
-                                                 'allowed); Greatest relative difference: 7.2421875 at index '
-                                                 '(0, 0) (up to 0.001 allowed)',
                       'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                               'Mismatched elements: 3917 / 8000 (49.0%); Greatest absolute difference: 7944 '
                               'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)',
-                      'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                      'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
-                      'special.polygamma.special_polygamma_n_0': 'fail: sample 1: AssertionError: result: '
-                                                                 'Tensor-likes are not close!; Mismatched '
-                                                                 'elements: 1 / 25 (4.0%); Greatest absolute '
-                                                                 'difference: 33.21875 at index (0, 0) (up '
-                                                                 'to 1e-05 allowed); Greatest relative '
-                                                                 'difference: 7.2421875 at index (0, 0) (up '
-                                                                 'to 0.001 allowed)',
                       'unique': 'fallback: CPU fallback: aten::_unique2',
                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
  ('int64', 'fwd'): {'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
@@ -1082,75 +616,15 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                     'equal': 'fallback: CPU fallback: aten::equal',
                     'gcd': 'fallback: CPU fallback: aten::gcd.out',
                     'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
-                    'i0': 'fallback: CPU fallback: aten::i0.out',
-                    'index_add': 'fail: sample 0: AssertionError: result: Scalars are not equal!; Expected '
-                                 '-14 but got -2.; Absolute difference: 12; Relative difference: '
-                                 '0.8571428571428571',
-                    'index_put': 'fallback: CPU fallback: aten::index_put',
-                    'index_reduce.amax': 'fallback: CPU fallback: aten::index_reduce.out',
-                    'index_reduce.amin': 'fallback: CPU fallback: aten::index_reduce.out',
-                    'index_reduce.mean': 'fallback: CPU fallback: aten::index_reduce.out',
-                    'index_reduce.prod': 'fallback: CPU fallback: aten::index_reduce.out',
                     'kthvalue': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                                 'Mismatched elements: 6 / 25 (24.0%); Greatest absolute difference: 3 at '
                                 'index (1, 0); Greatest relative difference: inf at index (0, 1)',
                     'lcm': 'fallback: CPU fallback: aten::lcm.out',
-                    'linspace': 'fallback: CPU fallback: aten::linspace',
-                    'linspace.tensor_overload': 'fallback: CPU fallback: aten::linspace',
                     'logspace': 'fallback: CPU fallback: aten::logspace',
                     'logspace.tensor_overload': 'fallback: CPU fallback: aten::logspace',
                     'mode': 'fallback: CPU fallback: aten::mode',
-                    'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d.out',
-                    'nn.functional.max_pool3d': 'fallback: CPU fallback: aten::max_pool3d_with_indices',
+                    'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d',
                     'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: aten::replication_pad2d',
-                    'nonzero_static': 'fallback: CPU fallback: aten::nonzero_static',
-                    'special.airy_ai': 'fallback: CPU fallback: aten::special_airy_ai.out',
-                    'special.bessel_j0': 'fallback: CPU fallback: aten::special_bessel_j0.out',
-                    'special.bessel_j1': 'fallback: CPU fallback: aten::special_bessel_j1.out',
-                    'special.bessel_y0': 'fallback: CPU fallback: aten::special_bessel_y0.out',
-                    'special.bessel_y1': 'fallback: CPU fallback: aten::special_bessel_y1.out',
-                    'special.chebyshev_polynomial_t': 'fallback: CPU fallback: '
-                                                      'aten::special_chebyshev_polynomial_t.out',
-                    'special.chebyshev_polynomial_u': 'fallback: CPU fallback: '
-                                                      'aten::special_chebyshev_polynomial_u.out',
-                    'special.chebyshev_polynomial_v': 'fallback: CPU fallback: '
-                                                      'aten::special_chebyshev_polynomial_v.out',
-                    'special.chebyshev_polynomial_w': 'fallback: CPU fallback: '
-                                                      'aten::special_chebyshev_polynomial_w.out',
-                    'special.erfcx': 'fallback: CPU fallback: aten::special_erfcx.out',
-                    'special.hermite_polynomial_h': 'fallback: CPU fallback: '
-                                                    'aten::special_hermite_polynomial_h.out',
-                    'special.hermite_polynomial_he': 'fallback: CPU fallback: '
-                                                     'aten::special_hermite_polynomial_he.out',
-                    'special.i0e': 'fallback: CPU fallback: aten::special_i0e.out',
-                    'special.i1': 'fallback: CPU fallback: aten::special_i1.out',
-                    'special.laguerre_polynomial_l': 'fallback: CPU fallback: '
-                                                     'aten::special_laguerre_polynomial_l.out',
-                    'special.legendre_polynomial_p': 'fallback: CPU fallback: '
-                                                     'aten::special_legendre_polynomial_p.out',
-                    'special.log_ndtr': 'fallback: CPU fallback: aten::special_log_ndtr.out',
-                    'special.modified_bessel_i0': 'fallback: CPU fallback: '
-                                                  'aten::special_modified_bessel_i0.out',
-                    'special.modified_bessel_i1': 'fallback: CPU fallback: '
-                                                  'aten::special_modified_bessel_i1.out',
-                    'special.modified_bessel_k0': 'fallback: CPU fallback: '
-                                                  'aten::special_modified_bessel_k0.out',
-                    'special.modified_bessel_k1': 'fallback: CPU fallback: '
-                                                  'aten::special_modified_bessel_k1.out',
-                    'special.scaled_modified_bessel_k0': 'fallback: CPU fallback: '
-                                                         'aten::special_scaled_modified_bessel_k0.out',
-                    'special.scaled_modified_bessel_k1': 'fallback: CPU fallback: '
-                                                         'aten::special_scaled_modified_bessel_k1.out',
-                    'special.shifted_chebyshev_polynomial_t': 'fallback: CPU fallback: '
-                                                              'aten::special_shifted_chebyshev_polynomial_t.out',
-                    'special.shifted_chebyshev_polynomial_u': 'fallback: CPU fallback: '
-                                                              'aten::special_shifted_chebyshev_polynomial_u.out',
-                    'special.shifted_chebyshev_polynomial_v': 'fallback: CPU fallback: '
-                                                              'aten::special_shifted_chebyshev_polynomial_v.out',
-                    'special.shifted_chebyshev_polynomial_w': 'fallback: CPU fallback: '
-                                                              'aten::special_shifted_chebyshev_polynomial_w.out',
-                    'special.spherical_bessel_j0': 'fallback: CPU fallback: '
-                                                   'aten::special_spherical_bessel_j0.out',
                     'topk': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                             'Mismatched elements: 16 / 150 (10.7%); Greatest absolute difference: 4 at index '
                             '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)',
