@@ -199,7 +199,10 @@ def test_set_eager_mode_rejects_unknown_modes():
 
 def run_env(code, **env):
     full = dict(os.environ, **env)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=300)
+    # cwd "/": from the repository root `import torch_tpu` would find the source
+    # tree (no _C) before the installed package.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=300,
+                         cwd="/")
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
