@@ -1,5 +1,6 @@
-"""One FX graph as a callable: a compiled program per input signature, or
-eager execution (op by op on tpu) when the graph cannot become a program."""
+"""One FX graph as a callable: a compiled program per input signature (per
+shape bucket when its sizes are symbolic), or eager execution (op by op on
+tpu) when the graph cannot become a program."""
 import time
 
 import torch
@@ -7,6 +8,8 @@ import torch
 from .. import _C
 from . import stats
 from .graph_spec import GraphSpec, Unsupported
+from .buckets import bucket, buckets_enabled
+from .bucketed_program import BucketedProgram, BucketPlan, NoBucket
 
 
 def _signature(args):
@@ -31,6 +34,9 @@ class CompiledGraph:
         self.gm = gm
         self.name = name
         self.programs = {}  # signature -> (GraphExecutable, GraphSpec) or None (runs eagerly)
+        self.bucketed = {}  # bucket key -> BucketedProgram
+        plan = BucketPlan(gm) if buckets_enabled() else None
+        self.plan = plan if plan is not None and plan.active else None
         stats.record_graph(name, gm)
 
     def __call__(self, *args):
@@ -38,6 +44,10 @@ class CompiledGraph:
         # the _boxed_call flag, plain positional arguments. Graph inputs are
         # tensors and numbers, never a list, so the two cannot be confused.
         args = args[0] if len(args) == 1 and type(args[0]) is list else list(args)
+        if self.plan is not None:
+            out = self._call_bucketed(args)
+            if out is not None:
+                return out
         sig = _signature(args)
         entry = self.programs.get(sig, False)
         if entry is False:
@@ -50,8 +60,33 @@ class CompiledGraph:
         results = exe(inputs)
         return [results[p[1]] if p[0] == "t" else p[1] for p in spec.output_plan]
 
+    def _call_bucketed(self, args):
+        real = self.plan.values(args)
+        buckets = {s: bucket(v) for s, v in real.items()}
+        key = self.plan.key(args, buckets)
+        prog = self.bucketed.get(key)
+        if prog is None:
+            if self.bucketed or self.programs:
+                stats.record_recompile(self.name)
+            t0 = time.perf_counter()
+            try:
+                prog = BucketedProgram(self.gm, args, self.plan, buckets, self.name)
+            except (Unsupported, _C.LoweringError) as e:
+                # Structural: no bucket of this graph can work; exact shapes from now on.
+                stats.record_bucket_fallback(self.name, str(e))
+                self.plan = None
+                return None
+            stats.record_compile(self.name, time.perf_counter() - t0, prog.exe.compile_seconds, len(prog.spec.nodes),
+                                 bucketed=True)
+            self.bucketed[key] = prog
+        try:
+            return prog.run(args, real)
+        except NoBucket as e:
+            stats.record_bucket_fallback(self.name, str(e))
+            return None
+
     def _compile(self, args, sig):
-        if self.programs:
+        if self.programs or self.bucketed:
             stats.record_recompile(self.name)
         t0 = time.perf_counter()
         try:

@@ -9,7 +9,7 @@ _stats = {}
 def _reset():
     _stats.clear()
     _stats.update(graphs=0, compiles=0, recompiles=0, compile_seconds=0.0, xla_compile_seconds=0.0,
-                  ops_compiled=0, eager_graphs={})
+                  ops_compiled=0, eager_graphs={}, bucketed_compiles=0, bucket_fallbacks={})
 
 
 _reset()
@@ -20,9 +20,10 @@ def record_graph(name, gm):
         _stats["graphs"] += 1
 
 
-def record_compile(name, seconds, xla_seconds, n_ops):
+def record_compile(name, seconds, xla_seconds, n_ops, bucketed=False):
     with _lock:
         _stats["compiles"] += 1
+        _stats["bucketed_compiles"] += bucketed
         _stats["compile_seconds"] += seconds
         _stats["xla_compile_seconds"] += xla_seconds
         _stats["ops_compiled"] += n_ops
@@ -42,15 +43,28 @@ def record_eager(name, reason):
         warnings.warn(f"torch_tpu: graph {name} runs op by op (eagerly) on tpu: {reason}", stacklevel=3)
 
 
+def record_bucket_fallback(name, reason):
+    import warnings
+    with _lock:
+        first = reason not in _stats["bucket_fallbacks"].values()
+        _stats["bucket_fallbacks"][name] = reason
+    if first:
+        warnings.warn(f"torch_tpu: graph {name} compiles per exact shape, not per shape bucket: {reason}",
+                      stacklevel=3)
+
+
 def compile_stats():
     """A copy of the counters: graphs (FX graphs handed to the backend),
     compiles (programs built), recompiles (a graph compiled again for new
     input shapes), compile_seconds (lowering + XLA), xla_compile_seconds,
-    ops_compiled, and eager_graphs ({graph: reason} for graphs that could not
-    become one program and run op by op instead)."""
+    ops_compiled, eager_graphs ({graph: reason} for graphs that could not
+    become one program and run op by op instead), bucketed_compiles (programs
+    built for a shape bucket, serving a range of sizes) and bucket_fallbacks
+    ({graph: reason} for symbolic-size graphs compiled per exact shape)."""
     with _lock:
         s = dict(_stats)
         s["eager_graphs"] = dict(_stats["eager_graphs"])
+        s["bucket_fallbacks"] = dict(_stats["bucket_fallbacks"])
         return s
 
 

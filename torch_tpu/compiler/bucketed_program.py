@@ -1,0 +1,171 @@
+"""One FX graph with symbolic sizes run through a shape bucket: pads the
+inputs, passes the real sizes, cuts the outputs back (buckets.py says how
+padding is kept out of the results)."""
+import functools
+
+import sympy
+import torch
+
+from .. import _C
+from .buckets import (PaddedGraphSpec, _sym_value, evaluate, is_simple, is_symbolic, remember_twin, shape_exprs,
+                      twin_of)
+
+# Inputs at most this large are padded on the host: no program per real size.
+_HOST_PAD_BYTES = 4 << 20
+
+
+class NoBucket(Exception):
+    """This call's inputs cannot use the bucketed program (the exact path runs)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _eval(e, values):
+    return evaluate(e, dict(values))
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+class BucketPlan:
+    """Where each symbol's real value comes from in a graph's arguments."""
+
+    def __init__(self, gm):
+        ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.exprs = [shape_exprs(n) for n in ph]
+        self.sym_args = [_sym_value(n) for n in ph]
+        self.sources = {}
+        for k, ex in enumerate(self.exprs):
+            for d, e in enumerate(ex or ()):
+                if e.is_Symbol:
+                    self.sources.setdefault(e, (k, d))
+        for k, e in enumerate(self.sym_args):
+            if e is not None and e.is_Symbol:
+                self.sources.setdefault(e, (k, None))
+        needed = set()
+        for ex in self.exprs:
+            for e in ex or ():
+                needed |= e.free_symbols
+        for e in self.sym_args:
+            if e is not None:
+                needed |= e.free_symbols
+        self.active = bool(needed) and needed <= set(self.sources)
+        self.merged = {k: True for k, ex in enumerate(self.exprs)
+                       if ex and any(is_symbolic(e) and not is_simple(e) for e in ex)}
+
+    def values(self, args):
+        real = {}
+        for s, (k, d) in self.sources.items():
+            a = args[k]
+            real[s] = int(a.shape[d]) if d is not None else int(a)
+        return real
+
+    def padded_shape(self, k, buckets):
+        return tuple(evaluate(e, buckets) for e in self.exprs[k])
+
+    def key(self, args, buckets):
+        key = [tuple(sorted((str(s), b) for s, b in buckets.items()))]
+        for k, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                shape = self.padded_shape(k, buckets) if self.exprs[k] else tuple(a.shape)
+                key.append((shape, a.dtype, a.device.type))
+            elif self.sym_args[k] is not None:
+                key.append("sym")
+            elif isinstance(a, (int, float, bool)) or a is None:
+                key.append(("v", a))
+            else:
+                key.append(("o", type(a).__name__))
+        key.append(torch.get_float32_matmul_precision())
+        return tuple(key)
+
+
+class BucketedProgram:
+    """The program for one bucket of a graph, and how to call it."""
+
+    def __init__(self, gm, args, plan, buckets, name):
+        self.plan, self.buckets = plan, buckets
+        padded = []
+        for k, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                shape = plan.padded_shape(k, buckets) if plan.exprs[k] else tuple(a.shape)
+                padded.append(torch.empty(shape, dtype=a.dtype, device="meta"))
+            elif plan.sym_args[k] is not None:
+                padded.append(evaluate(plan.sym_args[k], buckets))
+            else:
+                padded.append(a)
+        self.spec = PaddedGraphSpec(gm, padded, buckets, plan.merged)
+        self.exe = _C._GraphExecutable(name, self.spec.inputs, self.spec.nodes, self.spec.outputs)
+        self._scalars = {}
+
+    def _scalar(self, v, device):
+        t = self._scalars.get((v, device))
+        if t is None:
+            if len(self._scalars) > 256:
+                self._scalars.clear()
+            t = self._scalars[(v, device)] = torch.tensor(v, dtype=torch.int64, device=device)
+        return t
+
+    def _pad(self, t, k, real):
+        shape = self.plan.padded_shape(k, self.buckets)
+        if self.plan.merged.get(k):
+            twin = twin_of(t)
+            if twin is not None and tuple(twin[0].shape) == shape:
+                return twin
+            if all(real[s] == b for s, b in self.buckets.items()):  # nothing padded: every element is real
+                return t, torch.ones(shape, dtype=torch.bool, device=t.device)
+            raise NoBucket("a merged-dimension input that no bucketed graph made")
+        if tuple(t.shape) == shape:
+            return t, None
+        strides = _contiguous_strides(shape)
+        nbytes = t.element_size() * int(torch.Size(shape).numel())
+        if (t.storage_offset() == 0 and t.stride() == strides[:t.dim()] and t.dim() == len(shape)
+                and t.untyped_storage().nbytes() == nbytes):
+            return t.as_strided(shape, strides, 0), None  # already the padded buffer (an output of ours)
+        pads = []
+        for have, want in zip(reversed(t.shape), reversed(shape)):
+            pads += [0, want - have]
+        if nbytes <= _HOST_PAD_BYTES:
+            return torch.nn.functional.pad(t.cpu(), pads).to(t.device), None
+        return torch.nn.functional.pad(t, pads), None
+
+    def run(self, args, real):
+        key = tuple(sorted(real.items(), key=lambda kv: str(kv[0])))
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("tpu"))
+        padded, masks, inputs = {}, {}, []
+        for slot in self.spec.input_slots:
+            if isinstance(slot, int):
+                if slot not in padded:
+                    padded[slot], masks[slot] = self._pad(args[slot], slot, real)
+                inputs.append(padded[slot])
+            elif slot[0] == "size":
+                inputs.append(self._scalar(_eval(slot[1], key), device))
+            elif slot[0] == "mask":
+                if masks.get(slot[1]) is None:
+                    padded[slot[1]], masks[slot[1]] = self._pad(args[slot[1]], slot[1], real)
+                inputs.append(masks[slot[1]])
+            else:
+                inputs.append(slot[1])
+        args.clear()
+        results = self.exe(inputs)
+        out = []
+        for p in self.spec.output_plan:
+            if p[0] == "t":
+                out.append(results[p[1]])
+            elif p[0] == "c":
+                out.append(p[1])
+            elif p[0] == "sym":
+                out.append(_eval(p[1], key))
+            elif p[0] == "pt":
+                r = results[p[1]]
+                sizes = [_eval(e, key) for e in p[2]]
+                out.append(r if list(r.shape) == sizes else r.as_strided(sizes, r.stride(), 0))
+            else:  # "ct": packed real elements, padded value, its mask
+                sizes = [_eval(e, key) for e in p[4]]
+                cut = results[p[1]].as_strided(sizes, _contiguous_strides(sizes), 0)
+                remember_twin(cut, results[p[2]], results[p[3]])
+                out.append(cut)
+        return out
