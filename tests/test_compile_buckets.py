@@ -45,9 +45,6 @@ class Attention(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    # sdpa=True: Dynamo specialises the length of graphs that call
-    # scaled_dot_product_attention on tpu (one graph per length), so the
-    # bucketing tests use the written-out attention.
     def __init__(self, sdpa=False):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(VOCAB, EMBD), nn.Embedding(CTX, EMBD)
@@ -89,8 +86,9 @@ def check_grads(cpu, tpu, atol=2e-5):
         p.grad = q.grad = None
 
 
-def test_training_lengths_share_a_bucket():
-    cpu, tpu = pair(TinyGPT)
+@pytest.mark.parametrize("sdpa", [False, True], ids=["written_out", "sdpa_causal"])
+def test_training_lengths_share_a_bucket(sdpa):
+    cpu, tpu = pair(lambda: TinyGPT(sdpa))
     step = torch.compile(lambda m, idx: lm_loss(m, idx), backend="tpu", dynamic=True)
     lengths = (9, 13, 16, 11, 5, 7)
     for t in lengths:
@@ -200,3 +198,28 @@ def test_explicit_buckets_and_off():
 def test_bad_bucket_spec(bad):
     with pytest.raises(ValueError, match="shape buckets"):
         set_shape_buckets(bad)
+
+
+def test_hf_llama_training_lengths_share_a_bucket():
+    """transformers' Llama (sdpa attention, the loss's label shift by
+    constant_pad_nd): four lengths, one program forward and one backward."""
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                      attn_implementation="sdpa")
+    torch.manual_seed(0)
+    cpu = transformers.LlamaForCausalLM(config)
+    tpu = transformers.LlamaForCausalLM(config).to("tpu")
+    tpu.load_state_dict(cpu.state_dict())
+    f = torch.compile(tpu, backend="tpu", dynamic=True)
+    for t in (9, 13, 11, 16):
+        ids = torch.randint(0, 96, (2, t))
+        ref = cpu(ids, labels=ids).loss
+        ref.backward()
+        loss = f(ids.to("tpu"), labels=ids.to("tpu")).loss
+        loss.backward()
+        torch.testing.assert_close(loss.cpu(), ref, atol=2e-5, rtol=1e-5)
+        check_grads(cpu, tpu)
+    s = torch_tpu.compile_stats()
+    assert s["bucket_fallbacks"] == {} and s["bucketed_compiles"] == s["compiles"] == 2, s

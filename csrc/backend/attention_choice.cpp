@@ -27,11 +27,13 @@ int64_t tpu_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at:
   if (query.is_nested() || key.is_nested() || value.is_nested()) return math;
   if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) return math;
   if (!at::isFloatingType(query.scalar_type())) return math;
+  // sym_size, not size: under torch.compile the batch and sequence sizes are
+  // symbols, and reading a plain size would make Dynamo specialise all of them.
   // The op's meta kernel shapes the output with the query's head size.
-  if (query.size(3) != key.size(3) || key.size(3) != value.size(3)) return math;
+  if (query.sym_size(3) != key.sym_size(3) || key.sym_size(3) != value.sym_size(3)) return math;
   // Heads: equal, or (with enable_gqa) key/value heads dividing query heads.
-  int64_t hq = query.size(1), hk = key.size(1);
-  if (hk != value.size(1)) return math;
+  c10::SymInt hq = query.sym_size(1), hk = key.sym_size(1);
+  if (hk != value.sym_size(1)) return math;
   if (hq != hk && !(enable_gqa && hk > 0 && hq % hk == 0)) return math;
   if (attn_mask && attn_mask->defined() && attn_mask->is_nested()) return math;
   // The flash op has no derivative for its mask; a learned bias (T5's

@@ -120,6 +120,9 @@ class BucketedProgram:
             raise NoBucket("a merged-dimension input that no bucketed graph made")
         if tuple(t.shape) == shape:
             return t, None
+        twin = twin_of(t)
+        if twin is not None and tuple(twin[0].shape) == shape:
+            return twin[0], None
         strides = _contiguous_strides(shape)
         nbytes = t.element_size() * int(torch.Size(shape).numel())
         if (t.storage_offset() == 0 and t.stride() == strides[:t.dim()] and t.dim() == len(shape)

@@ -14,9 +14,10 @@ the next power of two) and one program serves every size in the bucket:
   over a padded dimension, padded elements are replaced by the op's identity
   (0 for sums and matmuls, -inf for softmax and max, ignore_index for a loss
   target); mean is rewritten as a masked sum over the real count.
-* Outputs are the real prefix (a view of the padded buffer); an output with a
-  merged dimension is packed in the program and cut on the host, and its padded
-  form is kept so that the backward graph reads it without re-padding.
+* Outputs come back contiguous with their real shapes: a prefix view of the
+  padded buffer when only the leading dimension is padded, else packed in the
+  program and cut on the host; the padded form of a packed output is kept so
+  that the backward graph reads it without re-padding.
 
 Only ops whose padded behaviour is known take part; any other op on a padded
 value, a size used as a number, or a negative index into a padded dimension
@@ -350,6 +351,9 @@ class PaddedGraphSpec(GraphSpec):
                 for o, mo in zip(outs, ms if isinstance(ms, list) else [ms]):
                     self._masks[o] = mo
             return
+        if name == "aten::constant_pad_nd":
+            self._constant_pad(node, ids, vals)
+            return
         if name == "aten::cat":
             self._cat(node, ids, vals)
             return
@@ -561,6 +565,25 @@ class PaddedGraphSpec(GraphSpec):
         else:
             raise Unsupported(f"bucketing: {name} makes a merged padded dimension")
 
+    def _constant_pad(self, node, ids, vals):
+        """Padding a padded dim at its end: the bucket's padding becomes the
+        pad value first, so the real result is again a prefix."""
+        x = node.args[0]
+        pads, value = self._arg(node, "pad"), self._arg(node, "value")
+        exprs = self._exprs[ids[x]]
+        rank = len(exprs)
+        for i in range(0, len(pads), 2):
+            d = rank - 1 - i // 2
+            if is_symbolic(exprs[d]) and (not is_simple(exprs[d]) or min(pads[i], pads[i + 1]) < 0):
+                raise Unsupported("bucketing: constant_pad_nd crops or pads a merged padded dimension")
+        if any(is_symbolic(e) and not is_simple(e) for e in exprs):
+            raise Unsupported("bucketing: constant_pad_nd of a merged padded dimension")
+        local = dict(ids)
+        local[x] = self._fill(_Ref(ids[x], vals[x]), exprs, 0 if value is None else value).vid
+        super()._call(node, local, vals)
+        ids[node] = local[node]
+        self._note(node, ids)
+
     def _cat(self, node, ids, vals):
         parts = self._arg(node, "tensors")
         rank = len(self._exprs[ids[parts[0]]])
@@ -644,9 +667,12 @@ class PaddedGraphSpec(GraphSpec):
                 continue
             self.outputs.append(vid)
             k = len(self.outputs) - 1
-            if all(is_simple(e) for e in exprs if is_symbolic(e)):
+            if is_simple(exprs[0]) and not any(is_symbolic(e) for e in exprs[1:]):
+                # Only the leading dim is padded: the real part is a contiguous prefix.
                 self.output_plan.append(("pt", k, exprs))
                 continue
+            # Elsewhere the real part is strided; graphs and users expect a
+            # contiguous result (they view it), so pack it in the program.
             packed, mask = self._pack(_Ref(vid, vals[r]), exprs)
             self.outputs.extend([packed.vid, mask.vid])
             self.output_plan.append(("ct", k + 1, k, k + 2, exprs))

@@ -38,10 +38,16 @@ def graph_rules():
     return _graph_rules
 
 
+# Overloads that are another op under another name, with the same schema.
+# (true_divide reaches graphs with symbolic sizes, after decomposition.)
+_SAME_AS = {"aten::true_divide.Tensor": "aten::div.Tensor", "aten::true_divide.Scalar": "aten::div.Scalar"}
+
+
 def op_name(target):
     """'aten::add.Tensor' for torch.ops.aten.add.Tensor."""
     overload = target._overloadname
-    return f"{target._schema.name}" + ("" if overload == "default" else f".{overload}")
+    name = f"{target._schema.name}" + ("" if overload == "default" else f".{overload}")
+    return _SAME_AS.get(name, name)
 
 
 def _unwrap_optional(t):
