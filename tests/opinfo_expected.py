@@ -24,10 +24,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                 '0.0009002685546875 at index (12, 3) (up to 1e-05 allowed); Greatest '
                                 'relative difference: 5.708167918783147e-06 at index (12, 3) (up to 1.3e-06 '
                                 'allowed)',
-                      'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d, '
-                                         'aten::grid_sampler_2d_backward',
-                      'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
-                                         'aten::grid_sampler_3d_backward',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'linalg.cond': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 13 / 25 (52.0%); Greatest absolute difference: '
@@ -41,7 +37,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                     '0.01959228515625 at index (4, 4) (up to 1e-05 allowed); Greatest '
                                     'relative difference: 0.0002756142639555037 at index (2, 4) (up to '
                                     '1.3e-06 allowed)',
-                      'mode': 'fallback: CPU fallback: aten::mode',
                       'nn.functional.ctc_loss': 'fallback: CPU fallback: aten::_ctc_loss, '
                                                 'aten::_ctc_loss_backward',
                       'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
@@ -57,8 +52,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                              'to 1e-05 allowed); Greatest relative '
                                                              'difference: inf at index (0, 2, 1, 2, 0) (up '
                                                              'to 1.3e-06 allowed)',
-                      'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d, '
-                                                   'aten::grid_sampler_2d_backward',
                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
                                                            'aten::upsample_bicubic2d.out, '
                                                            'aten::upsample_bicubic2d_backward.grad_input',
@@ -71,14 +64,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                                     'relative difference: 19.63414764404297 '
                                                                     'at index (0, 0, 0) (up to 1.3e-06 '
                                                                     'allowed)',
-                      'nn.functional.multi_margin_loss': 'fallback: CPU fallback: aten::multi_margin_loss, '
-                                                         'aten::multi_margin_loss_backward',
-                      'nn.functional.multilabel_margin_loss': 'fallback: CPU fallback: '
-                                                              'aten::multilabel_margin_loss_backward, '
-                                                              'aten::multilabel_margin_loss_forward',
-                      'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
-                                                              'aten::replication_pad2d, '
-                                                              'aten::replication_pad2d_backward',
                       'nn.functional.pdist': 'fallback: CPU fallback: aten::_pdist_backward',
                       'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
                       'unfold': 'fallback: CPU fallback: aten::unfold_backward',
@@ -98,8 +83,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                       'corrcoef': 'fallback: CPU fallback: aten::equal',
                       'cov': 'fallback: CPU fallback: aten::equal',
                       'equal': 'fallback: CPU fallback: aten::equal',
-                      'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
-                      'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                       'histogram': 'fallback: CPU fallback: aten::histogram.bin_ct, '
                                    'aten::histogram.bins_tensor',
@@ -115,7 +98,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                     '0.03125 at index (0, 0, 4) (up to 1e-05 allowed); Greatest relative '
                                     'difference: 0.0024403976276516914 at index (2, 4, 1) (up to 1.3e-06 '
                                     'allowed)',
-                      'mode': 'fallback: CPU fallback: aten::mode',
                       'native_batch_norm': 'fail: sample 1: AssertionError: result[1]: shape (2,) != (0,)',
                       'nn.functional.ctc_loss': 'fallback: CPU fallback: aten::_ctc_loss',
                       'nn.functional.embedding_bag': 'fallback: CPU fallback: '
@@ -129,7 +111,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                              '1, 1, 1) (up to 1e-05 allowed); Greatest '
                                                              'relative difference: 0.9315024614334106 at '
                                                              'index (0, 2, 1, 1, 1) (up to 1.3e-06 allowed)',
-                      'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d',
                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
                                                            'aten::upsample_bicubic2d.out',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
@@ -140,11 +121,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                                     '0.005 allowed); Greatest relative '
                                                                     'difference: 1.0423258543014526 at index '
                                                                     '(0, 1) (up to 1.3e-06 allowed)',
-                      'nn.functional.multi_margin_loss': 'fallback: CPU fallback: aten::multi_margin_loss',
-                      'nn.functional.multilabel_margin_loss': 'fallback: CPU fallback: '
-                                                              'aten::multilabel_margin_loss_forward',
-                      'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
-                                                              'aten::replication_pad2d',
                       'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
                       'unique': 'fallback: CPU fallback: aten::_unique2',
                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
@@ -181,7 +157,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                      'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                      'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
                                      'difference: nan at index (0, 0) (up to 0.016 allowed)',
-                       'mode': 'fallback: CPU fallback: aten::mode',
                        'native_batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
                                             'close!; Mismatched elements: 122 / 125 (97.6%); Greatest '
                                             'absolute difference: 0.0016632080078125 at index (3, 4, 0) (up '
@@ -240,9 +215,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                      'index (0, 1, 1) (up to 1e-05 allowed); '
                                                                      'Greatest relative difference: 19.75 at '
                                                                      'index (0, 0, 0) (up to 0.016 allowed)',
-                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
-                                                               'aten::replication_pad2d, '
-                                                               'aten::replication_pad2d_backward',
                        'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
                        'nn.functional.softmin': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are '
                                                 'not close!; Mismatched elements: 4 / 25 (16.0%); Greatest '
@@ -283,14 +255,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                        'corrcoef': 'fallback: CPU fallback: aten::equal',
                        'cov': 'fallback: CPU fallback: aten::equal',
                        'equal': 'fallback: CPU fallback: aten::equal',
-                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
-                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
                        'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                        'matrix_exp': 'fail: sample 0: AssertionError: result: Tensor-likes are not close!; '
                                      'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                      'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
                                      'difference: nan at index (0, 0) (up to 0.016 allowed)',
-                       'mode': 'fallback: CPU fallback: aten::mode',
                        'native_batch_norm': 'fail: sample 0: AssertionError: result[0]: Tensor-likes are not '
                                             'close!; Mismatched elements: 3 / 125 (2.4%); Greatest absolute '
                                             'difference: 0.0078125 at index (0, 0, 3) (up to 1e-05 allowed); '
@@ -321,7 +290,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                               '(up to 1e-05 allowed); Greatest relative '
                                                               'difference: 0.9296875 at index (0, 2, 1, 1, '
                                                               '1) (up to 0.016 allowed)',
-                       'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d',
                        'nn.functional.instance_norm': 'fail: sample 0: AssertionError: result: Tensor-likes '
                                                       'are not close!; Mismatched elements: 7 / 125 (5.6%); '
                                                       'Greatest absolute difference: 0.013671875 at index '
@@ -338,8 +306,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                      'allowed); Greatest relative '
                                                                      'difference: 1.0390625 at index (0, 1) '
                                                                      '(up to 0.016 allowed)',
-                       'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
-                                                               'aten::replication_pad2d',
                        'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
                        'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                                'Mismatched elements: 7113 / 8000 (88.9%); Greatest absolute difference: 7974 '
@@ -361,7 +327,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                    'clamp_min': 'fallback: CPU fallback: aten::clamp_min.Tensor',
                    'equal': 'fallback: CPU fallback: aten::equal',
                    'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
-                   'mode': 'fallback: CPU fallback: aten::mode',
                    'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                            'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 at '
                            'index (7985,); Greatest relative difference: inf at index (7985,)',
@@ -395,14 +360,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                       'cov': 'fallback: CPU fallback: aten::equal',
                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d, '
                                          'aten::grid_sampler_2d_backward',
-                      'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
-                                         'aten::grid_sampler_3d_backward',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                     'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
                                     'difference: nan at index (0, 0) (up to 0.001 allowed)',
-                      'mode': 'fallback: CPU fallback: aten::mode',
                       'native_batch_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not '
                                            'close!; Mismatched elements: 91 / 125 (72.8%); Greatest absolute '
                                            'difference: 0.00027441978454589844 at index (2, 0, 2) (up to '
@@ -479,9 +441,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                     'allowed); Greatest relative difference: '
                                                                     '19.84375 at index (0, 0, 0) (up to '
                                                                     '0.001 allowed)',
-                      'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
-                                                              'aten::replication_pad2d, '
-                                                              'aten::replication_pad2d_backward',
                       'prod': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are not close!; '
                               'Mismatched elements: 2 / 125 (1.6%); Greatest absolute difference: '
                               '0.0001220703125 at index (3, 1, 1) (up to 1e-05 allowed); Greatest relative '
@@ -525,14 +484,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                       'corrcoef': 'fallback: CPU fallback: aten::equal',
                       'cov': 'fallback: CPU fallback: aten::equal',
                       'equal': 'fallback: CPU fallback: aten::equal',
-                      'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d',
-                      'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d',
                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                       'matrix_exp': 'fail: sample 0: AssertionError: result: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                     'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
                                     'difference: nan at index (0, 0) (up to 0.001 allowed)',
-                      'mode': 'fallback: CPU fallback: aten::mode',
                       'native_batch_norm': 'fail: sample 0: AssertionError: result[0]: Tensor-likes are not '
                                            'close!; Mismatched elements: 6 / 125 (4.8%); Greatest absolute '
                                            'difference: 0.000732421875 at index (0, 0, 3) (up to 1e-05 '
@@ -571,7 +527,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                              '1) (up to 1e-05 allowed); Greatest relative '
                                                              'difference: 0.93115234375 at index (0, 2, 1, '
                                                              '1, 1) (up to 0.001 allowed)',
-                      'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d',
                       'nn.functional.instance_norm': 'fail: sample 0: AssertionError: result: Tensor-likes '
                                                      'are not close!; Mismatched elements: 6 / 125 (4.8%); '
                                                      'Greatest absolute difference: 0.001953125 at index (1, '
@@ -597,8 +552,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                     'Greatest relative difference: '
                                                                     '1.04296875 at index (0, 1) (up to 0.001 '
                                                                     'allowed)',
-                      'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: '
-                                                              'aten::replication_pad2d',
                       'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                               'Mismatched elements: 3917 / 8000 (49.0%); Greatest absolute difference: 7944 '
                               'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)',
@@ -622,9 +575,7 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                     'lcm': 'fallback: CPU fallback: aten::lcm.out',
                     'logspace': 'fallback: CPU fallback: aten::logspace',
                     'logspace.tensor_overload': 'fallback: CPU fallback: aten::logspace',
-                    'mode': 'fallback: CPU fallback: aten::mode',
                     'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d',
-                    'nn.functional.pad.replicate_negative': 'fallback: CPU fallback: aten::replication_pad2d',
                     'topk': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                             'Mismatched elements: 16 / 150 (10.7%); Greatest absolute difference: 4 at index '
                             '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)',

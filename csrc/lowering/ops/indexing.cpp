@@ -363,12 +363,31 @@ std::vector<int64_t> iota_dims(int64_t n) {
   return v;
 }
 
+// Whether the values of x[mask] = values are the same whatever the number
+// of selected positions: they broadcast to x's non-mask dims, with any extra
+// leading dim of size 1.
+bool mask_value_fits(Value values, Value x, Value m) {
+  if (m.rank() > x.rank()) return false;
+  Shape rest(x.shape().begin() + m.rank(), x.shape().end());
+  const Shape& vs = values.shape();
+  size_t extra = vs.size() > rest.size() ? vs.size() - rest.size() : 0;
+  for (size_t i = 0; i < extra; ++i)
+    if (vs[i] != 1) return false;
+  Shape tail(vs.begin() + extra, vs.end());
+  try {
+    return broadcast_shapes({tail, rest}) == rest;
+  } catch (const LoweringError&) {
+    return false;
+  }
+}
+
 // index_put(self, indices, values, accumulate) and _index_put_impl(..., unsafe).
 TT_RULE({"aten::index_put", "aten::_index_put_impl"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   bool accumulate = a[3].b;
-  if (Value m = single_mask(a[1].tensors); m.valid() && a[2].value().type.numel() == 1) {
-    // x[mask] = v with one value: a select, no data-dependent shape.
+  if (Value m = single_mask(a[1].tensors); m.valid() && mask_value_fits(a[2].value(), x, m)) {
+    // x[mask] = v with v the same for every selected position: a select, no
+    // data-dependent shape.
     for (int64_t d = 0; d < m.rank(); ++d)
       if (d >= x.rank() || m.shape()[d] != x.shape()[d])
         throw std::out_of_range("The shape of the mask " + hlo::i64_list(m.shape()) + " at index " +
@@ -376,7 +395,15 @@ TT_RULE({"aten::index_put", "aten::_index_put_impl"}, [](Builder& b, const Args&
                                 hlo::i64_list(x.shape()) + " at index " + std::to_string(d));
     Value mask = b.broadcast_in_dim(b.compare(m, b.constant_int(0, m.dtype(), m.shape()), hlo::Cmp::NE),
                                     x.shape(), iota_dims(m.rank()));
-    Value v = b.broadcast_in_dim(b.reshape(b.convert(a[2].value(), x.dtype()), {}), x.shape(), {});
+    Value v = b.convert(a[2].value(), x.dtype());
+    Shape rest(x.shape().begin() + m.rank(), x.shape().end());
+    // Drop the values' leading dims (all 1 by mask_value_fits), align the
+    // rest with x's non-mask dims.
+    while (v.rank() > static_cast<int64_t>(rest.size())) {
+      Shape s2(v.shape().begin() + 1, v.shape().end());
+      v = b.reshape(v, s2);
+    }
+    v = b.broadcast_to(v, x.shape());
     if (accumulate) v = x.dtype() == DType::Pred ? b.or_(x, v) : b.add(x, v);
     return Values{b.select(mask, v, x)};
   }

@@ -106,7 +106,8 @@ Values padding_matrices(Builder& b, const Shape& in, const std::vector<int64_t>&
   for (int64_t i = 0; i < k; ++i) {
     int64_t d = r - k + i;
     int64_t low = pad[2 * (k - 1 - i)], high = pad[2 * (k - 1 - i) + 1], n = in[d];
-    if (low < 0 || high < 0) throw LoweringError(op + " with negative padding");
+    // Negative replication padding crops (the clamped source index does it).
+    if (reflect && (low < 0 || high < 0)) throw LoweringError(op + " with negative padding");
     if (reflect && (low >= n || high >= n))
       throw std::runtime_error("Argument #4: Padding size should be less than the corresponding input dimension, "
                                "but got: padding (" + std::to_string(low) + ", " + std::to_string(high) +
