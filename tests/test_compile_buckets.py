@@ -223,3 +223,17 @@ def test_hf_llama_training_lengths_share_a_bucket():
         check_grads(cpu, tpu)
     s = torch_tpu.compile_stats()
     assert s["bucket_fallbacks"] == {} and s["bucketed_compiles"] == s["compiles"] == 2, s
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_max_over_the_padded_dimension(dtype):
+    """amax's padding identity is -inf for floats and the lowest integer for ints."""
+    def f(x):
+        return x.amax(1) + x.sum(1)
+
+    g = torch.compile(f, backend="tpu", dynamic=True)
+    for n in (5, 6, 7):
+        x = -torch.arange(3 * n).reshape(3, n).to(dtype) - 1  # all negative: a padded 0 would win
+        torch.testing.assert_close(g(x.to("tpu")).cpu(), f(x))
+    s = torch_tpu.compile_stats()
+    assert s["bucket_fallbacks"] == {} and s["compiles"] == 1, s

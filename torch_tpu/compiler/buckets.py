@@ -292,6 +292,13 @@ class PaddedGraphSpec(GraphSpec):
         m = self.mask_of(ref.vid, ref.meta, exprs)
         if m is None:
             return ref
+        dtype = ref.meta.dtype if isinstance(ref.meta, torch.Tensor) else None
+        if isinstance(value, float) and value in (_NEG_INF, -_NEG_INF) and dtype is not None \
+                and not dtype.is_floating_point:
+            # max/softmax identity of an integer or bool value: its lowest (highest) number
+            info = torch.iinfo(dtype) if dtype != torch.bool else None
+            low = value < 0
+            value = (info.min if low else info.max) if info else (not low)
         return self.emit(aten.where.self, m, ref, value)
 
     # ---- the graph ----
