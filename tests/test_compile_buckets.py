@@ -237,3 +237,47 @@ def test_max_over_the_padded_dimension(dtype):
         torch.testing.assert_close(g(x.to("tpu")).cpu(), f(x))
     s = torch_tpu.compile_stats()
     assert s["bucket_fallbacks"] == {} and s["compiles"] == 1, s
+
+
+def test_backward_in_other_buckets_reads_real_saved_values():
+    """A bucketed forward leaves its saved-for-backward values padded (no
+    packing); a backward that runs with other buckets (here: the setting is
+    "off" by then) unpacks their real contents and pads them again."""
+    cpu, tpu = pair(TinyGPT)
+    step = torch.compile(lambda m, idx: lm_loss(m, idx), backend="tpu", dynamic=True)
+    for t in (9, 13):
+        idx = torch.randint(0, VOCAB, (3, t))
+        ref = lm_loss(cpu, idx)
+        ref.backward()
+        loss = step(tpu, idx.to("tpu"))
+        set_shape_buckets("off")  # the backward now pads to the exact sizes
+        loss.backward()
+        set_shape_buckets("pow2")
+        check_grads(cpu, tpu)
+    s = torch_tpu.compile_stats()
+    assert s["compiles"] == 3, s  # forward: bucket 16; backward: 9 and 13
+
+
+def test_backward_without_a_padded_rule_reads_real_saved_values():
+    """select's backward (select_scatter) has no padded rule: the forward runs
+    bucketed, the backward per exact shape, on the saved values' real contents
+    (a merged b*t dimension among them)."""
+    def f(x, w):
+        b, t, c = x.shape
+        y = (x.reshape(b * t, c) @ w).relu().view(b, t, -1)
+        return y[:, 0].sum() + (y * y).sum()
+
+    g = torch.compile(f, backend="tpu", dynamic=True)
+    w = torch.randn(8, 4)
+    for b, t in ((3, 5), (3, 7)):
+        x = torch.randn(b, t, 8, requires_grad=True)
+        wc = w.clone().requires_grad_()
+        f(x, wc).backward()
+        xt = x.detach().to("tpu").requires_grad_()
+        wt = w.to("tpu").requires_grad_()
+        g(xt, wt).backward()
+        torch.testing.assert_close(xt.grad.cpu(), x.grad, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(wt.grad.cpu(), wc.grad, atol=1e-5, rtol=1e-5)
+    s = torch_tpu.compile_stats()
+    assert any("select" in r for r in s["bucket_fallbacks"].values()), s
+    assert s["bucketed_compiles"] == 1, s  # the forward

@@ -1,6 +1,8 @@
 """The Dynamo backend named "tpu"."""
 import itertools
 
+import torch
+
 _counter = itertools.count()
 _registered = False
 
@@ -8,7 +10,14 @@ _registered = False
 def _compiler(kind):
     def compile_graph(gm, example_inputs):
         from .compiled_graph import CompiledGraph
-        graph = CompiledGraph(gm, f"{kind}_{next(_counter)}")
+        saved_from = None
+        if kind == "forward":
+            # The forward returns (mutated inputs, outputs, bases) and then the
+            # values saved for backward, which only the backward graph reads.
+            context = torch._guards.TracingContext.try_get()
+            if context is not None and context.fw_metadata is not None:
+                saved_from = context.fw_metadata.num_forward
+        graph = CompiledGraph(gm, f"{kind}_{next(_counter)}", saved_from)
 
         def run(args):
             return graph(args)

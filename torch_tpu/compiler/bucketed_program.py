@@ -7,8 +7,8 @@ import sympy
 import torch
 
 from .. import _C
-from .buckets import (PaddedGraphSpec, _sym_value, evaluate, is_simple, is_symbolic, remember_twin, shape_exprs,
-                      twin_of)
+from .buckets import (PaddedGraphSpec, _sym_value, evaluate, is_simple, is_symbolic, is_unpacked, remember_twin,
+                      shape_exprs, twin_of)
 
 # Inputs at most this large are padded on the host: no program per real size.
 _HOST_PAD_BYTES = 4 << 20
@@ -29,6 +29,30 @@ def _contiguous_strides(shape):
         strides.append(acc)
         acc *= max(s, 1)
     return tuple(reversed(strides))
+
+
+def _unpack(t):
+    padded, mask = twin_of(t)
+    return padded[mask].view(t.shape)
+
+
+def materialize(args):
+    """For a graph that does not run bucketed: saved-for-backward values left
+    padded by a bucketed forward get their real contents (packed on the
+    device), and strided cuts become contiguous, as AOTAutograd made them."""
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor) or a.device.type != "tpu":
+            continue
+        if is_unpacked(a):
+            args[i] = _unpack(a)
+        elif not a.is_contiguous() and a.untyped_storage().nbytes() > a.numel() * a.element_size():
+            args[i] = a.contiguous()
+
+
+@functools.lru_cache(maxsize=4096)
+def _padded(exprs, buckets):
+    values = dict(buckets)
+    return tuple(evaluate(e, values) for e in exprs)
 
 
 class BucketPlan:
@@ -65,10 +89,10 @@ class BucketPlan:
         return real
 
     def padded_shape(self, k, buckets):
-        return tuple(evaluate(e, buckets) for e in self.exprs[k])
+        return _padded(self.exprs[k], tuple(sorted(buckets.items(), key=lambda kv: kv[0].name)))
 
     def key(self, args, buckets):
-        key = [tuple(sorted((str(s), b) for s, b in buckets.items()))]
+        key = [tuple(sorted((s.name, b) for s, b in buckets.items()))]
         for k, a in enumerate(args):
             if isinstance(a, torch.Tensor):
                 shape = self.padded_shape(k, buckets) if self.exprs[k] else tuple(a.shape)
@@ -86,7 +110,7 @@ class BucketPlan:
 class BucketedProgram:
     """The program for one bucket of a graph, and how to call it."""
 
-    def __init__(self, gm, args, plan, buckets, name):
+    def __init__(self, gm, args, plan, buckets, name, saved_from):
         self.plan, self.buckets = plan, buckets
         padded = []
         for k, a in enumerate(args):
@@ -97,7 +121,7 @@ class BucketedProgram:
                 padded.append(evaluate(plan.sym_args[k], buckets))
             else:
                 padded.append(a)
-        self.spec = PaddedGraphSpec(gm, padded, buckets, plan.merged)
+        self.spec = PaddedGraphSpec(gm, padded, buckets, plan.merged, saved_from)
         self.exe = _C._GraphExecutable(name, self.spec.inputs, self.spec.nodes, self.spec.outputs)
         self._scalars = {}
 
@@ -111,6 +135,11 @@ class BucketedProgram:
 
     def _pad(self, t, k, real):
         shape = self.plan.padded_shape(k, self.buckets)
+        if is_unpacked(t):
+            twin = twin_of(t)
+            if tuple(twin[0].shape) == shape:
+                return twin
+            t = _unpack(t)  # padded for another bucket: its real values, padded again below
         if self.plan.merged.get(k):
             twin = twin_of(t)
             if twin is not None and tuple(twin[0].shape) == shape:
@@ -136,7 +165,7 @@ class BucketedProgram:
         return torch.nn.functional.pad(t, pads), None
 
     def run(self, args, real):
-        key = tuple(sorted(real.items(), key=lambda kv: str(kv[0])))
+        key = tuple(sorted(real.items(), key=lambda kv: kv[0].name))
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("tpu"))
         padded, masks, inputs = {}, {}, []
         for slot in self.spec.input_slots:
@@ -166,6 +195,15 @@ class BucketedProgram:
                 r = results[p[1]]
                 sizes = [_eval(e, key) for e in p[2]]
                 out.append(r if list(r.shape) == sizes else r.as_strided(sizes, r.stride(), 0))
+            elif p[0] == "st":  # saved for backward: a real-shaped view of the padded buffer
+                padded, mask = results[p[1]], results[p[2]]
+                sizes = [_eval(e, key) for e in p[3]]
+                if p[4]:
+                    out.append(padded.as_strided(sizes, padded.stride(), 0))  # the real prefix, strided
+                else:
+                    cut = padded.as_strided(sizes, _contiguous_strides(sizes), 0)  # contents: see materialize
+                    remember_twin(cut, padded, mask, shares_storage=True)
+                    out.append(cut)
             else:  # "ct": packed real elements, padded value, its mask
                 sizes = [_eval(e, key) for e in p[4]]
                 cut = results[p[1]].as_strided(sizes, _contiguous_strides(sizes), 0)

@@ -77,6 +77,8 @@ def _spec():
 
 def bucket(n):
     spec = _spec()
+    if spec == "off":
+        return n
     if spec == "pow2":
         return 1 if n <= 1 else 1 << (n - 1).bit_length()
     for b in spec:
@@ -184,10 +186,12 @@ class PaddedGraphSpec(GraphSpec):
     input_slots gains ("size", expr) (a real size, 0-d int64) and ("mask", k)
     (the carried mask of a merged-dimension input); output_plan gains
     ("pt", k, exprs) (cut to the real sizes), ("ct", packed, padded, mask,
-    exprs) (a merged-dimension output) and ("sym", expr) (a real size)."""
+    exprs) (a merged-dimension output), ("st", padded, mask, exprs, simple) (a
+    value saved for backward, left padded) and ("sym", expr) (a real size)."""
 
-    def __init__(self, gm, padded_args, buckets, merged_inputs):
+    def __init__(self, gm, padded_args, buckets, merged_inputs, saved_from):
         self.buckets = buckets              # {symbol: bucket size}
+        self.saved_from = saved_from        # outputs from this index on are saved for backward
         self.merged_inputs = merged_inputs  # placeholder index -> True when its mask is a runtime input
         self._size_ids = {}                 # expr -> value id of its runtime size
         self._prefix = {}                   # (rank, dim, expr) -> mask id
@@ -659,7 +663,7 @@ class PaddedGraphSpec(GraphSpec):
 
     def _output(self, results, ids, vals):
         self._ids_ref = ids
-        for r in results:
+        for i, r in enumerate(results):
             sym = _sym_value(r) if isinstance(r, Node) else None
             if sym is not None:
                 self.output_plan.append(("sym", sym))
@@ -677,6 +681,15 @@ class PaddedGraphSpec(GraphSpec):
             if is_simple(exprs[0]) and not any(is_symbolic(e) for e in exprs[1:]):
                 # Only the leading dim is padded: the real part is a contiguous prefix.
                 self.output_plan.append(("pt", k, exprs))
+                continue
+            if i >= self.saved_from:
+                # Saved for backward: only our backward graph reads it, in the
+                # padded layout; it is packed on the host only if that graph
+                # cannot take the bucket (bucketed_program.materialize).
+                mask = self.mask_of(vid, vals[r], exprs, full=True)
+                self.outputs.append(mask.vid)
+                simple = all(is_simple(e) for e in exprs if is_symbolic(e))
+                self.output_plan.append(("st", k, k + 1, exprs, simple))
                 continue
             # Elsewhere the real part is strided; graphs and users expect a
             # contiguous result (they view it), so pack it in the program.
@@ -701,17 +714,41 @@ class PaddedGraphSpec(GraphSpec):
 
 # ---- padded twins of merged-dimension outputs ----------------------------------------
 
-# StorageWeakRef of the real (packed) output -> (padded tensor, its mask), so a
+# StorageWeakRef of a real-shaped output -> (padded tensor, its mask), so a
 # backward graph reads the padded layout its forward made instead of the cut one.
+# A saved-for-backward output shares its padded tensor's storage (its contents
+# are not the real values until materialize()), so its entry keeps only the
+# padded shape: holding the tensor would keep the storage alive for ever.
 _twins = {}
 
 
-def remember_twin(real, padded, mask):
+def remember_twin(real, padded, mask, shares_storage=False):
     for key in [k for k in _twins if k.expired()]:
         del _twins[key]
-    _twins[StorageWeakRef(real.untyped_storage())] = (padded, mask)
+    _twins[StorageWeakRef(real.untyped_storage())] = (None if shares_storage else padded, tuple(padded.shape), mask,
+                                                        shares_storage)
 
 
 def twin_of(t):
+    """(padded tensor, mask) made for t by a bucketed graph, or None."""
     entry = _twins.get(StorageWeakRef(t.untyped_storage()))
-    return entry
+    if entry is None:
+        return None
+    padded, shape, mask, shared = entry
+    if shared:
+        padded = t.as_strided(shape, _contiguous(shape), 0)
+    return padded, mask
+
+
+def is_unpacked(t):
+    """t is a saved-for-backward placeholder whose real values live padded."""
+    entry = _twins.get(StorageWeakRef(t.untyped_storage()))
+    return entry is not None and entry[3]
+
+
+def _contiguous(shape):
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))

@@ -9,7 +9,7 @@ from .. import _C
 from . import stats
 from .graph_spec import GraphSpec, Unsupported
 from .buckets import bucket, buckets_enabled
-from .bucketed_program import BucketedProgram, BucketPlan, NoBucket
+from .bucketed_program import BucketedProgram, BucketPlan, NoBucket, materialize
 
 
 def _signature(args):
@@ -30,9 +30,12 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str):
+    def __init__(self, gm: torch.fx.GraphModule, name: str, saved_from=None):
         self.gm = gm
         self.name = name
+        # Forward graphs: outputs from this index on are saved for backward.
+        n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+        self.saved_from = n_out if saved_from is None else saved_from
         self.programs = {}  # signature -> (GraphExecutable, GraphSpec) or None (runs eagerly)
         self.bucketed = {}  # bucket key -> BucketedProgram
         plan = BucketPlan(gm) if buckets_enabled() else None
@@ -48,6 +51,7 @@ class CompiledGraph:
             out = self._call_bucketed(args)
             if out is not None:
                 return out
+        materialize(args)
         sig = _signature(args)
         entry = self.programs.get(sig, False)
         if entry is False:
@@ -70,7 +74,7 @@ class CompiledGraph:
                 stats.record_recompile(self.name)
             t0 = time.perf_counter()
             try:
-                prog = BucketedProgram(self.gm, args, self.plan, buckets, self.name)
+                prog = BucketedProgram(self.gm, args, self.plan, buckets, self.name, self.saved_from)
             except (Unsupported, _C.LoweringError) as e:
                 # Structural: no bucket of this graph can work; exact shapes from now on.
                 stats.record_bucket_fallback(self.name, str(e))
