@@ -3,12 +3,11 @@ inputs, passes the real sizes, cuts the outputs back (buckets.py says how
 padding is kept out of the results)."""
 import functools
 
-import sympy
 import torch
 
 from .. import _C
-from .buckets import (PaddedGraphSpec, _sym_value, evaluate, is_simple, is_symbolic, is_unpacked, remember_twin,
-                      shape_exprs, twin_of)
+from .buckets import (PaddedGraphSpec, _sym_value, contiguous_strides, evaluate, is_simple, is_symbolic, is_unpacked,
+                      remember_twin, shape_exprs, twin_of)
 
 # Inputs at most this large are padded on the host: no program per real size.
 _HOST_PAD_BYTES = 4 << 20
@@ -21,14 +20,6 @@ class NoBucket(Exception):
 @functools.lru_cache(maxsize=4096)
 def _eval(e, values):
     return evaluate(e, dict(values))
-
-
-def _contiguous_strides(shape):
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
 
 
 def _unpack(t):
@@ -152,7 +143,7 @@ class BucketedProgram:
         twin = twin_of(t)
         if twin is not None and tuple(twin[0].shape) == shape:
             return twin[0], None
-        strides = _contiguous_strides(shape)
+        strides = contiguous_strides(shape)
         nbytes = t.element_size() * int(torch.Size(shape).numel())
         if (t.storage_offset() == 0 and t.stride() == strides[:t.dim()] and t.dim() == len(shape)
                 and t.untyped_storage().nbytes() == nbytes):
@@ -201,12 +192,12 @@ class BucketedProgram:
                 if p[4]:
                     out.append(padded.as_strided(sizes, padded.stride(), 0))  # the real prefix, strided
                 else:
-                    cut = padded.as_strided(sizes, _contiguous_strides(sizes), 0)  # contents: see materialize
+                    cut = padded.as_strided(sizes, contiguous_strides(sizes), 0)  # contents: see materialize
                     remember_twin(cut, padded, mask, shares_storage=True)
                     out.append(cut)
             else:  # "ct": packed real elements, padded value, its mask
                 sizes = [_eval(e, key) for e in p[4]]
-                cut = results[p[1]].as_strided(sizes, _contiguous_strides(sizes), 0)
+                cut = results[p[1]].as_strided(sizes, contiguous_strides(sizes), 0)
                 remember_twin(cut, results[p[2]], results[p[3]])
                 out.append(cut)
         return out

@@ -736,7 +736,7 @@ def twin_of(t):
         return None
     padded, shape, mask, shared = entry
     if shared:
-        padded = t.as_strided(shape, _contiguous(shape), 0)
+        padded = t.as_strided(shape, contiguous_strides(shape), 0)
     return padded, mask
 
 
@@ -746,7 +746,7 @@ def is_unpacked(t):
     return entry is not None and entry[3]
 
 
-def _contiguous(shape):
+def contiguous_strides(shape):
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
