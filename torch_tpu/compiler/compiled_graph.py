@@ -75,9 +75,10 @@ class CompiledGraph:
             t0 = time.perf_counter()
             try:
                 prog = BucketedProgram(self.gm, args, self.plan, buckets, self.name, self.saved_from)
-            except (Unsupported, _C.LoweringError) as e:
+            except Exception as e:  # noqa: BLE001 - any failure to pad: exact shapes, still right
                 # Structural: no bucket of this graph can work; exact shapes from now on.
-                stats.record_bucket_fallback(self.name, str(e))
+                reason = str(e) if isinstance(e, (Unsupported, _C.LoweringError)) else f"{type(e).__name__}: {e}"
+                stats.record_bucket_fallback(self.name, reason)
                 self.plan = None
                 return None
             stats.record_compile(self.name, time.perf_counter() - t0, prog.exe.compile_seconds, len(prog.spec.nodes),
