@@ -148,10 +148,16 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                    'index (0,) (up to 0.016 allowed)',
                        'corrcoef': 'fallback: CPU fallback: aten::equal',
                        'cov': 'fallback: CPU fallback: aten::equal',
-                       'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d, '
-                                          'aten::grid_sampler_2d_backward',
-                       'grid_sampler_3d': 'fallback: CPU fallback: aten::grid_sampler_3d, '
-                                          'aten::grid_sampler_3d_backward',
+                       'grid_sampler_2d': 'fail: sample 0: AssertionError: grad[1]: Tensor-likes are not '
+                                          'close!; Mismatched elements: 23 / 520 (4.4%); Greatest absolute '
+                                          'difference: 0.234375 at index (0, 2, 5, 0) (up to 1e-05 allowed); '
+                                          'Greatest relative difference: 0.333984375 at index (1, 9, 3, 0) '
+                                          '(up to 0.016 allowed)',
+                       'grid_sampler_3d': 'fail: sample 1: AssertionError: grad[1]: Tensor-likes are not '
+                                          'close!; Mismatched elements: 41 / 7920 (0.5%); Greatest absolute '
+                                          'difference: 0.1875 at index (0, 2, 3, 6, 0) (up to 1e-05 '
+                                          'allowed); Greatest relative difference: 0.46484375 at index (1, '
+                                          '0, 9, 9, 1) (up to 0.016 allowed)',
                        'index_fill': 'fallback: CPU fallback: aten::_unique',
                        'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
@@ -191,8 +197,12 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                               'to 1e-05 allowed); Greatest relative '
                                                               'difference: inf at index (0, 2, 1, 2, 0) (up '
                                                               'to 0.016 allowed)',
-                       'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d, '
-                                                    'aten::grid_sampler_2d_backward',
+                       'nn.functional.grid_sample': 'fail: sample 0: AssertionError: grad[1]: Tensor-likes '
+                                                    'are not close!; Mismatched elements: 2 / 100 (2.0%); '
+                                                    'Greatest absolute difference: 0.046875 at index (1, 1, '
+                                                    '4, 1) (up to 1e-05 allowed); Greatest relative '
+                                                    'difference: 0.07861328125 at index (0, 2, 3, 1) (up to '
+                                                    '0.016 allowed)',
                        'nn.functional.instance_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
                                                       'are not close!; Mismatched elements: 105 / 125 '
                                                       '(84.0%); Greatest absolute difference: '
@@ -358,8 +368,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                   '(up to 0.001 allowed)',
                       'corrcoef': 'fallback: CPU fallback: aten::equal',
                       'cov': 'fallback: CPU fallback: aten::equal',
-                      'grid_sampler_2d': 'fallback: CPU fallback: aten::grid_sampler_2d, '
-                                         'aten::grid_sampler_2d_backward',
+                      'grid_sampler_2d': 'fail: sample 0: AssertionError: grad[1]: Tensor-likes are not '
+                                         'close!; Mismatched elements: 3 / 520 (0.6%); Greatest absolute '
+                                         'difference: 0.025390625 at index (0, 1, 4, 0) (up to 0.005 '
+                                         'allowed); Greatest relative difference: 0.040008544921875 at index '
+                                         '(0, 2, 5, 0) (up to 0.004 allowed)',
                       'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
@@ -399,8 +412,12 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                              'to 1e-05 allowed); Greatest relative '
                                                              'difference: inf at index (0, 2, 1, 2, 0) (up '
                                                              'to 0.001 allowed)',
-                      'nn.functional.grid_sample': 'fallback: CPU fallback: aten::grid_sampler_2d, '
-                                                   'aten::grid_sampler_2d_backward',
+                      'nn.functional.grid_sample': 'fail: sample 0: AssertionError: grad[1]: Tensor-likes '
+                                                   'are not close!; Mismatched elements: 12 / 100 (12.0%); '
+                                                   'Greatest absolute difference: 0.015625 at index (0, 3, '
+                                                   '1, 0) (up to 1e-05 allowed); Greatest relative '
+                                                   'difference: 0.01041412353515625 at index (1, 4, 2, 0) '
+                                                   '(up to 0.001 allowed)',
                       'nn.functional.instance_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes '
                                                      'are not close!; Mismatched elements: 109 / 125 '
                                                      '(87.2%); Greatest absolute difference: '
