@@ -27,10 +27,17 @@ def _unpack(t):
     return padded[mask].view(t.shape)
 
 
+# Set once a bucketed forward has left a saved value padded: until then the
+# exact path (every compiled graph without symbolic sizes) skips materialize.
+_left_padded = False
+
+
 def materialize(args):
     """For a graph that does not run bucketed: saved-for-backward values left
     padded by a bucketed forward get their real contents (packed on the
     device), and strided cuts become contiguous, as AOTAutograd made them."""
+    if not _left_padded:
+        return
     for i, a in enumerate(args):
         if not isinstance(a, torch.Tensor) or a.device.type != "tpu":
             continue
@@ -156,6 +163,7 @@ class BucketedProgram:
         return torch.nn.functional.pad(t, pads), None
 
     def run(self, args, real):
+        global _left_padded
         key = tuple(sorted(real.items(), key=lambda kv: kv[0].name))
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("tpu"))
         padded, masks, inputs = {}, {}, []
@@ -187,6 +195,7 @@ class BucketedProgram:
                 sizes = [_eval(e, key) for e in p[2]]
                 out.append(r if list(r.shape) == sizes else r.as_strided(sizes, r.stride(), 0))
             elif p[0] == "st":  # saved for backward: a real-shaped view of the padded buffer
+                _left_padded = True
                 padded, mask = results[p[1]], results[p[2]]
                 sizes = [_eval(e, key) for e in p[3]]
                 if p[4]:
