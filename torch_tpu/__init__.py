@@ -31,6 +31,10 @@ if not hasattr(torch.Tensor, "is_tpu"):
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
 _C._register_ops()
 
+from . import _process_guard  # noqa: E402
+
+_process_guard.install()
+
 from . import _safetensors_hook  # noqa: E402
 
 _safetensors_hook.install()

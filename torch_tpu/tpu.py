@@ -30,6 +30,15 @@ def is_initialized():
     return _C._is_initialized()
 
 
+def __getattr__(name):
+    # `_initialized` mirrors torch.cuda._initialized: torch.utils.checkpoint
+    # reads it to decide whether to save and restore the device RNG state, so
+    # it must follow the runtime, not a Python flag set on one path.
+    if name == "_initialized":
+        return _C._is_initialized()
+    raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")
+
+
 def init():
     _lazy_init()
 
@@ -107,10 +116,19 @@ def _gen(device=None):
 
 
 def manual_seed(seed):
+    if not _C._is_initialized():  # seeding must not start the device (see manual_seed_all)
+        _C._queue_seed(current_device(), int(seed))
+        return
     _gen().manual_seed(int(seed))
 
 
 def manual_seed_all(seed):
+    """Seeds every device's default generator. Before the device has started
+    (torch.manual_seed calls this in every process, DataLoader workers
+    included) the seed is kept and applied when it starts."""
+    if not _C._is_initialized():
+        _C._queue_seed(-1, int(seed))
+        return
     for i in range(device_count()):
         _C._default_generator(i).manual_seed(int(seed))
 
@@ -195,6 +213,40 @@ def empty_cache():
     """Frees nothing extra: PJRT buffers are released as soon as tensors die."""
 
 
+def _format_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A printable table of the device's memory statistics, as torch.cuda.memory_summary.
+
+    PJRT owns device memory and frees a buffer when its last tensor dies, so
+    reserved equals allocated and there is no allocator cache to report."""
+    idx = _index(device)
+    stats = memory_stats(idx)
+    cap = stats["capacity_bytes"]
+    rows = [
+        ("Allocated memory", _format_bytes(stats["allocated_bytes.all.current"]),
+         _format_bytes(stats["allocated_bytes.all.peak"])),
+        ("Reserved memory", _format_bytes(stats["reserved_bytes.all.current"]),
+         _format_bytes(stats["reserved_bytes.all.peak"])),
+        ("Live buffers", str(stats["active.all.current"]), ""),
+        ("Device capacity", _format_bytes(cap), ""),
+    ]
+    width = 75
+    lines = ["=" * width,
+             f" tpu:{idx} memory summary ({get_device_name(idx)})"[:width],
+             "-" * width,
+             f" {'Metric':<28}{'Current':>22}{'Peak':>24}",
+             "-" * width]
+    lines += [f" {name:<28}{cur:>22}{peak:>24}" for name, cur, peak in rows]
+    lines.append("=" * width)
+    return "\n".join(lines) + "\n"
+
+
 # ---- device description -------------------------------------------------------------
 
 def get_device_name(device=None):
@@ -247,4 +299,5 @@ def current_stream(device=None):
 
 
 def _is_in_bad_fork():
-    return False
+    """True in a child forked after this process used the device (it cannot use it)."""
+    return _C._is_in_bad_fork()

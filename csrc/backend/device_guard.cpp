@@ -45,6 +45,17 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   bool queryStream(const c10::Stream&) const override { return true; }
   void synchronizeStream(const c10::Stream& s) const override { synchronize(s.device_index()); }
   void synchronizeDevice(const c10::DeviceIndex d) const override { synchronize(d); }
+#if __has_include(<c10/core/DeviceCapability.h>)
+  // The dtypes a tpu storage can hold (to_element_type in device_storage.cpp).
+  c10::DeviceCapability getDeviceCapability(c10::Device) const override {
+    c10::DeviceCapability cap;
+    cap.capability_data.capability_bits = 0;
+    auto& t = cap.capability_data.supported_scalar_types;
+    t.has_Float = t.has_BFloat16 = t.has_Half = t.has_Double = 1;
+    t.has_Char = t.has_Short = t.has_Int = t.has_Long = t.has_Byte = t.has_Bool = 1;
+    return cap;
+  }
+#endif
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);

@@ -3,8 +3,11 @@
 
 #include <ATen/EmptyTensor.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
+
+#include <algorithm>
 
 #include "backend/tpu_device.h"
 
@@ -67,7 +70,41 @@ namespace {
 
 void delete_storage(void* ctx) { delete static_cast<DeviceStorage*>(ctx); }
 
-struct TpuAllocator final : c10::Allocator {
+// A c10::DeviceAllocator so that torch.accelerator's memory API works for
+// tpu. PJRT owns device memory: a storage's buffer is allocated by the
+// program that produces it and freed when its last reference dies, so bytes
+// reserved equal bytes allocated and there is no cache to empty.
+struct TpuAllocator final : c10::DeviceAllocator {
+  bool initialized() override { return device_count_or_zero() > 0; }
+  void emptyCache(c10::MempoolId_t) override {}
+  // Buffers stay alive while a program that reads them is pending, whichever
+  // stream issued it, so there is nothing to record.
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    auto& rt = runtime_for(device);
+    c10::CachingDeviceAllocator::DeviceStats s;
+    const int64_t live = rt.live_bytes(device), peak = rt.peak_bytes(device);
+    const int64_t count = rt.live_buffers(device);
+    for (auto* stat : {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.requested_bytes}) {
+      auto& a = (*stat)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+      a.current = live;
+      a.peak = peak;
+    }
+    // Buffer counts have no tracked peak: it reads as the current count.
+    for (auto* stat : {&s.allocation, &s.active, &s.segment}) {
+      auto& a = (*stat)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+      a.current = a.peak = count;
+    }
+    return s;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex) override {}
+  void resetPeakStats(c10::DeviceIndex device) override { runtime_for(device).reset_peak(device); }
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    auto& rt = runtime_for(device);
+    const int64_t cap = rt.memory_capacity(device), used = rt.live_bytes(device);
+    return {static_cast<size_t>(std::max<int64_t>(cap - used, 0)), static_cast<size_t>(cap)};
+  }
+
   c10::DataPtr allocate(size_t nbytes) override {
     int device = current_device();
     auto& rt = runtime_for(device);

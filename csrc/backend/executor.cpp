@@ -197,11 +197,14 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
   {
+    // Index tensors on the CPU move to the device first (as on CUDA).
     // Boolean masks in advanced indexing have data-dependent shapes; they
     // become integer indices first, except x[mask] = one value (a select).
     c10::IValue* a = &(*stack)[stack->size() - n];
     bool reads = plan.mask_indexing == MaskIndexing::Read;
     bool writes = plan.mask_indexing == MaskIndexing::Write;
+    if ((reads || writes) && a[0].isTensor() && a[0].toTensor().device().is_privateuseone())
+      indices_to_device(a[0].toTensor(), a[1]);
     if ((reads || (writes && a[2].isTensor() && a[2].toTensor().numel() != 1)) && a[0].isTensor())
       expand_bool_indices(a[0].toTensor(), a[1]);
   }

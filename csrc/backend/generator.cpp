@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -63,14 +64,30 @@ TpuGenerator* TpuGenerator::clone_impl() const {
   return g;
 }
 
+namespace {
+std::mutex g_gens_mu;
+std::deque<at::Generator> g_gens;  // deque: references stay valid
+// Seeds given before the device started, by device (-1: every device).
+std::map<int, uint64_t> g_queued_seeds;
+}  // namespace
+
+void queue_seed(int device, uint64_t seed) {
+  std::lock_guard<std::mutex> lock(g_gens_mu);
+  if (device < 0) g_queued_seeds.clear();
+  g_queued_seeds[device] = seed;
+}
+
 const at::Generator& default_generator(int device) {
-  static std::mutex mu;
-  static std::deque<at::Generator> gens;  // deque: references stay valid
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(g_gens_mu);
   int n = std::max(device_count_or_zero(), device + 1);
-  while (static_cast<int>(gens.size()) < n)
-    gens.push_back(at::make_generator<TpuGenerator>(static_cast<c10::DeviceIndex>(gens.size())));
-  return gens[device];
+  while (static_cast<int>(g_gens.size()) < n) {
+    const int d = static_cast<int>(g_gens.size());
+    g_gens.push_back(at::make_generator<TpuGenerator>(static_cast<c10::DeviceIndex>(d)));
+    auto queued = g_queued_seeds.find(d);
+    if (queued == g_queued_seeds.end()) queued = g_queued_seeds.find(-1);
+    if (queued != g_queued_seeds.end()) g_gens.back().get<TpuGenerator>()->set_current_seed(queued->second);
+  }
+  return g_gens[device];
 }
 
 TpuGenerator* generator_or_default(const std::optional<at::Generator>& gen, int device) {

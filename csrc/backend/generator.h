@@ -29,6 +29,10 @@ struct TpuGenerator final : c10::GeneratorImpl {
 };
 
 const at::Generator& default_generator(int device);
+// Seeds device `device` (-1: every device) when its default generator is
+// created: torch.manual_seed before the device started must not start it
+// (a DataLoader worker seeds torch but may not use the device).
+void queue_seed(int device, uint64_t seed);
 // The generator an op should use: `gen` when given, else the default.
 TpuGenerator* generator_or_default(const std::optional<at::Generator>& gen, int device);
 

@@ -1,10 +1,10 @@
 // PrivateUse1HooksInterface: what ATen asks of a device backend (availability,
 // default generators, which device a pointer belongs to).
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/CPUAllocator.h>
 
 #include "backend/device_storage.h"
 #include "backend/generator.h"
+#include "backend/pinned_memory.h"
 #include "backend/tpu_device.h"
 
 namespace tt::backend {
@@ -22,8 +22,8 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void* data) const override {
     return at::Device(c10::DeviceType::PrivateUse1, static_cast<DeviceStorage*>(data)->device);
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return is_pinned_host_ptr(data); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   c10::DeviceIndex deviceCount() const override { return device_count_or_zero(); }
   void setCurrentDevice(c10::DeviceIndex d) const override { set_current_device(d); }

@@ -42,6 +42,23 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
 
 }  // namespace
 
+void indices_to_device(const at::Tensor& self, c10::IValue& indices) {
+  if (!indices.isList()) return;
+  bool any = false;
+  auto on_cpu = [](const c10::IValue& e) {
+    return e.isTensor() && e.toTensor().defined() && e.toTensor().device().is_cpu();
+  };
+  for (const c10::IValue& e : indices.toListRef()) any |= on_cpu(e);
+  if (!any) return;
+  c10::List<std::optional<at::Tensor>> out;
+  for (const c10::IValue& e : indices.toListRef()) {
+    if (!e.isTensor() || !e.toTensor().defined()) out.push_back(std::nullopt);
+    else if (on_cpu(e)) out.push_back(e.toTensor().to(self.device()));
+    else out.push_back(e.toTensor());
+  }
+  indices = out;
+}
+
 bool expand_bool_indices(const at::Tensor& self, c10::IValue& indices) {
   if (!indices.isList()) return false;
   bool any = false;

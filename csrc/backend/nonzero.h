@@ -12,4 +12,8 @@ namespace tt::backend {
 // CUDA). Returns false, leaving `indices` alone, when there is no mask.
 bool expand_bool_indices(const at::Tensor& self, c10::IValue& indices);
 
+// Moves CPU index tensors of an index.Tensor / index_put `Tensor?[]`
+// argument to `self`'s device, as CUDA does for advanced indexing.
+void indices_to_device(const at::Tensor& self, c10::IValue& indices);
+
 }  // namespace tt::backend

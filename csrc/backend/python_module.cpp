@@ -78,6 +78,23 @@ PYBIND11_MODULE(_C, m) {
   backend::bind_graph_executable(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);
+  m.def("_is_in_bad_fork", &backend::in_bad_fork);
+  m.def("_set_process_check", [](py::function f) {
+    // Never freed: it may run (and would be destroyed) after the interpreter.
+    auto* fn = new py::function(std::move(f));
+    backend::set_process_check([fn] {
+      std::string refused;
+      {
+        py::gil_scoped_acquire gil;
+        try {
+          (*fn)();
+        } catch (py::error_already_set& e) {
+          refused = py::str(e.value());
+        }
+      }
+      TORCH_CHECK(refused.empty(), refused);
+    });
+  });
   m.def("_device_count", [] { return rt().device_count(); });
   m.def("_device_kind", [](int d) { return backend::runtime_for(d).device_kind(d); });
   m.def("_device_description", [](int d) { return backend::runtime_for(d).device_description(d); });
@@ -142,6 +159,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_registered_ops", &backend::registered_ops);
   m.def("_rule_names", [] { return lowering::rule_names(false); });
   m.def("_graph_rule_names", [] { return lowering::rule_names(true); });
+  m.def("_queue_seed", &backend::queue_seed);
   m.def("_default_generator", [](int d) {
     backend::runtime_for(d);
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(backend::default_generator(d)));

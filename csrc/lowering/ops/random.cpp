@@ -163,7 +163,7 @@ TT_RULE({"aten::cauchy"}, [](Builder& b, const Args& a, const Context& c) {
 }, kRng);
 
 // randperm(n, dtype, ...): sort random keys and carry the iota along.
-TT_RULE({"aten::randperm"}, [](Builder& b, const Args&, const Context& c) {
+TT_RULE({"aten::randperm", "aten::randperm.generator"}, [](Builder& b, const Args&, const Context& c) {
   const Type& o = c.out();
   auto [x0, x1] = threefry_bits(b, c.rng_seed, c.rng_offset, o.shape);
   Value idx = b.iota(Type{DType::S64, o.shape}, 0);
