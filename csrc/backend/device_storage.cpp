@@ -29,10 +29,12 @@ runtime::ElementType to_element_type(at::ScalarType t) {
     case at::kUInt16: return E::U16;
     case at::kUInt32: return E::U32;
     case at::kUInt64: return E::U64;
+    case at::kFloat8_e5m2: return E::F8E5M2;
+    case at::kFloat8_e4m3fn: return E::F8E4M3FN;
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t,
                        " yet; supported: float32, bfloat16, float16, float64, int8, int16, int32, "
-                       "int64, uint8, bool");
+                       "int64, uint8, bool, float8_e5m2, float8_e4m3fn");
   }
 }
 
@@ -52,6 +54,8 @@ at::ScalarType to_scalar_type(runtime::ElementType t) {
     case E::U16: return at::kUInt16;
     case E::U32: return at::kUInt32;
     case E::U64: return at::kUInt64;
+    case E::F8E5M2: return at::kFloat8_e5m2;
+    case E::F8E4M3FN: return at::kFloat8_e4m3fn;
     default: TORCH_CHECK(false, "unexpected PJRT element type ", static_cast<int>(t));
   }
 }
@@ -60,6 +64,7 @@ bool is_supported_dtype(at::ScalarType t) {
   switch (t) {
     case at::kFloat: case at::kBFloat16: case at::kHalf: case at::kDouble: case at::kChar:
     case at::kShort: case at::kInt: case at::kLong: case at::kByte: case at::kBool:
+    case at::kFloat8_e5m2: case at::kFloat8_e4m3fn:
       return true;
     default:
       return false;

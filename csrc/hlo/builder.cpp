@@ -21,12 +21,15 @@ const char* mlir_name(DType t) {
     case DType::F32: return "f32";
     case DType::F64: return "f64";
     case DType::BF16: return "bf16";
+    case DType::F8E5M2: return "f8E5M2";
+    case DType::F8E4M3FN: return "f8E4M3FN";
   }
   throw BuildError("unknown dtype");
 }
 
 bool is_float(DType t) {
-  return t == DType::F16 || t == DType::F32 || t == DType::F64 || t == DType::BF16;
+  return t == DType::F16 || t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F8E5M2 ||
+         t == DType::F8E4M3FN;
 }
 bool is_unsigned(DType t) {
   return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
@@ -35,7 +38,7 @@ bool is_int(DType t) { return !is_float(t) && t != DType::Pred; }
 int bit_width(DType t) {
   switch (t) {
     case DType::Pred: return 1;
-    case DType::S8: case DType::U8: return 8;
+    case DType::S8: case DType::U8: case DType::F8E5M2: case DType::F8E4M3FN: return 8;
     case DType::S16: case DType::U16: case DType::F16: case DType::BF16: return 16;
     case DType::S32: case DType::U32: case DType::F32: return 32;
     default: return 64;

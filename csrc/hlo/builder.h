@@ -19,8 +19,9 @@ namespace tt::hlo {
 enum class DType : int32_t {
   Pred = 1, S8 = 2, S16 = 3, S32 = 4, S64 = 5, U8 = 6, U16 = 7, U32 = 8,
   U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13,
+  F8E5M2 = 16, F8E4M3FN = 17,  // storage and conversions only (PyTorch computes nothing in float8)
 };
-const char* mlir_name(DType t);  // i1, i8, ..., ui8, f16, bf16, f32, f64
+const char* mlir_name(DType t);  // i1, i8, ..., ui8, f16, bf16, f32, f64, f8E5M2, f8E4M3FN
 bool is_float(DType t);
 bool is_int(DType t);       // signed or unsigned integer, not Pred
 bool is_unsigned(DType t);  // U8..U64

@@ -95,8 +95,17 @@ std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int64_t rank) {
   return out;
 }
 
+Value convert_dtype(Builder& b, Value x, DType t) {
+  if (t != DType::F8E4M3FN || x.dtype() == t || x.dtype() == DType::Pred) return b.convert(x, t);
+  const DType via = x.dtype() == DType::F64 || x.dtype() == DType::F32 ? x.dtype() : DType::F32;
+  Value wide = b.convert(x, via);
+  constexpr double kMax = 448.0;  // the largest finite float8_e4m3fn
+  wide = b.clamp(b.constant(-kMax, via, wide.shape()), wide, b.constant(kMax, via, wide.shape()));
+  return b.convert(wide, t);
+}
+
 Value cast_to(Builder& b, Value x, DType t, const Shape& shape) {
-  return b.broadcast_to(b.convert(x, t), shape);
+  return b.broadcast_to(convert_dtype(b, x, t), shape);
 }
 
 Value full(Builder& b, double v, DType t, const Shape& shape) { return b.constant(v, t, shape); }

@@ -26,6 +26,10 @@ std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int64_t rank);
 
 // `x` converted to `t` and broadcast to `shape`.
 Value cast_to(Builder& b, Value x, DType t, const Shape& shape);
+// x converted to `t` as PyTorch converts: like stablehlo.convert, except
+// that float8_e4m3fn (no infinities) saturates out-of-range values and
+// infinities to +-448 where XLA makes them NaN.
+Value convert_dtype(Builder& b, Value x, DType t);
 // A scalar constant shaped like `like`.
 Value full_like(Builder& b, Value like, double v);
 Value full(Builder& b, double v, DType t, const Shape& shape);

@@ -23,6 +23,7 @@ namespace tt::runtime {
 size_t element_size(ElementType t) {
   switch (t) {
     case ElementType::Pred: case ElementType::S8: case ElementType::U8: return 1;
+    case ElementType::F8E5M2: case ElementType::F8E4M3FN: return 1;
     case ElementType::S16: case ElementType::U16: case ElementType::F16: case ElementType::BF16: return 2;
     case ElementType::S32: case ElementType::U32: case ElementType::F32: return 4;
     case ElementType::S64: case ElementType::U64: case ElementType::F64: case ElementType::C64: return 8;
@@ -48,6 +49,8 @@ const char* element_name(ElementType t) {
     case ElementType::BF16: return "bf16";
     case ElementType::C64: return "c64";
     case ElementType::C128: return "c128";
+    case ElementType::F8E5M2: return "f8e5m2";
+    case ElementType::F8E4M3FN: return "f8e4m3fn";
     default: return "invalid";
   }
 }
@@ -602,7 +605,7 @@ ExecutablePtr Runtime::WrapLoaded(void* loaded_ptr, bool from_disk, std::string*
   size_t pos = 0;
   for (size_t i = 0; i < no.num_outputs; ++i) {
     int t = static_cast<int>(ot.output_types[i]);
-    if (t <= 0 || t > static_cast<int>(ElementType::C128))
+    if (t <= 0 || t > static_cast<int>(ElementType::F8E4M3FN))
       throw Error(12, "compiled program output " + std::to_string(i) + " has PJRT element type " +
                           std::to_string(t) + ", which torch_tpu does not support");
     exe->out_types_.push_back(static_cast<ElementType>(t));

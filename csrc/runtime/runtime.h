@@ -17,6 +17,7 @@ namespace tt::runtime {
 enum class ElementType : int32_t {
   Invalid = 0, Pred = 1, S8 = 2, S16 = 3, S32 = 4, S64 = 5, U8 = 6, U16 = 7,
   U32 = 8, U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13, C64 = 14, C128 = 15,
+  F8E5M2 = 16, F8E4M3FN = 17,  // PJRT_Buffer_Type numbering
 };
 size_t element_size(ElementType t);
 const char* element_name(ElementType t);

@@ -184,7 +184,7 @@ TT_GRAPH_RULE({"aten::full", "aten::full_like", "aten::new_full", "aten::scalar_
 // _to_copy(self, dtype, ...): a conversion (the caller keeps device moves
 // out of graphs).
 TT_GRAPH_RULE({"aten::_to_copy", "prims::convert_element_type"}, [](Builder& b, const Args& a, const Context& c) {
-  return Values{b.convert(a[0].value(), c.out().dtype)};
+  return Values{convert_dtype(b, a[0].value(), c.out().dtype)};
 });
 
 // ---- ops whose eager form is the *_overrideable op -----------------------------
