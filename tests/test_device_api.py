@@ -36,7 +36,7 @@ def test_mem_get_info_and_summary():
 
 def test_device_capability_lists_the_storage_dtypes():
     dtypes = torch.accelerator.get_device_capability("tpu")["supported_dtypes"]
-    assert {torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool} <= dtypes
+    assert {torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool, torch.float8_e4m3fn} <= dtypes
     assert torch.complex64 not in dtypes
 
 
