@@ -127,7 +127,7 @@ int64_t numel(const Shape& s) {
 
 }  // namespace tt::lowering
 
-// ---- reductions and matmul (appended by the reductions family) ----------------
+// ---- reductions and matmul -------------------------------------------------------
 #include <limits>
 
 namespace tt::lowering {

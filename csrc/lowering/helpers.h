@@ -10,7 +10,7 @@ namespace tt::lowering {
 // outrank 0-d tensors, which outrank wrapped numbers and Scalars; within a
 // rank, the category (bool < integer < floating) decides, and a higher
 // category from a lower rank lifts the result to that category's default
-// (int64 / float32... see promote.cpp).
+// (int64 / float32; implemented in helpers.cpp).
 DType promote(const std::vector<const Arg*>& args);
 DType promote_types(DType a, DType b);  // torch.promote_types
 // The float type an integer input computes in (int -> f32, float unchanged).
@@ -46,7 +46,7 @@ int64_t numel(const Shape& s);
 
 }  // namespace tt::lowering
 
-// ---- reductions and matmul (appended by the reductions family) ----------------
+// ---- reductions and matmul -------------------------------------------------------
 namespace tt::lowering {
 
 // The dot_general precision for float matmuls and convolutions, following

@@ -323,7 +323,6 @@ TT_RULE({"aten::avg_pool2d_backward"}, [](Builder& b, const Args& a, const Conte
 }  // namespace tt::lowering
 
 // ---- adaptive average pooling ----------------------------------------------------
-// (appended by the shape/indexing family)
 namespace tt::lowering {
 namespace {
 
