@@ -62,16 +62,19 @@ def seeded(factory, seed=0):
     return factory()
 
 
-# (name, module factory, input shapes as (seq, batch, features) unless batch_first)
+# (name, module factory, input shape: (seq, batch, features) or batch first,
+#  number of initial states, their last size, whether to pass them)
 LAYERS = [
-    ("lstm_2layer_bidir", lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True), (5, 2, 3), 4, 4),
-    ("lstm_batch_first_no_bias", lambda: nn.LSTM(3, 4, bias=False, batch_first=True), (2, 5, 3), 1, 4),
-    ("lstm_batch1_seq1", lambda: nn.LSTM(3, 4), (1, 1, 3), 1, 4),
-    ("lstm_proj", lambda: nn.LSTM(3, 5, num_layers=2, proj_size=2, bidirectional=True), (4, 2, 3), 4, 2),
-    ("gru_2layer_bidir", lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True), (5, 2, 3), 4, 4),
-    ("gru_batch_first_no_bias", lambda: nn.GRU(3, 4, bias=False, batch_first=True), (2, 5, 3), 1, 4),
-    ("rnn_tanh", lambda: nn.RNN(3, 4, num_layers=2), (5, 2, 3), 2, 4),
-    ("rnn_relu_bidir", lambda: nn.RNN(3, 4, nonlinearity="relu", bidirectional=True), (5, 2, 3), 2, 4),
+    ("lstm_2layer_bidir", lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True), (3, 2, 3), 4, 4, False),
+    ("lstm_2layer_bidir_h0c0", lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True), (3, 2, 3), 4, 4, True),
+    ("lstm_batch_first_no_bias", lambda: nn.LSTM(3, 4, bias=False, batch_first=True), (2, 3, 3), 1, 4, False),
+    ("lstm_batch1_seq1_h0c0", lambda: nn.LSTM(3, 4), (1, 1, 3), 1, 4, True),
+    ("lstm_proj_h0c0", lambda: nn.LSTM(3, 4, num_layers=2, proj_size=2, bidirectional=True), (3, 2, 3), 4, 2, True),
+    ("gru_2layer_bidir_h0", lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True), (3, 2, 3), 4, 4, True),
+    ("gru_batch_first_no_bias", lambda: nn.GRU(3, 4, bias=False, batch_first=True), (2, 3, 3), 1, 4, False),
+    ("gru_batch1_seq1", lambda: nn.GRU(3, 4), (1, 1, 3), 1, 4, False),
+    ("rnn_tanh_2layer", lambda: nn.RNN(3, 4, num_layers=2), (3, 2, 3), 2, 4, False),
+    ("rnn_relu_bidir_h0", lambda: nn.RNN(3, 4, nonlinearity="relu", bidirectional=True), (3, 2, 3), 2, 4, True),
 ]
 
 
@@ -98,18 +101,17 @@ class WithState(nn.Module):
         return self.m(x, h0 if c0 is None else (h0, c0))
 
 
-@pytest.mark.parametrize("with_state", [False, True], ids=["zero_state", "given_state"])
-@pytest.mark.parametrize("name,factory,shape,n_states,hidden", LAYERS, ids=[c[0] for c in LAYERS])
+@pytest.mark.parametrize("name,factory,shape,n_states,hidden,with_state", LAYERS, ids=[c[0] for c in LAYERS])
 def test_layer_matches_cpu(name, factory, shape, n_states, hidden, with_state):
     module = seeded(factory)
     inputs = layer_inputs(module, shape, n_states, hidden, with_state)
     check(WithState(module) if with_state else module, inputs)
 
 
-@pytest.mark.parametrize("factory", [lambda: nn.LSTM(3, 4, num_layers=2), lambda: nn.GRU(3, 4, bidirectional=True)],
-                         ids=["lstm", "gru"])
+@pytest.mark.parametrize("factory", [lambda: nn.LSTM(3, 4, bidirectional=True), lambda: nn.GRU(3, 4, num_layers=2)],
+                         ids=["lstm_bidir", "gru_2layer"])
 def test_layer_bfloat16(factory):
-    check(seeded(factory), [randn(5, 2, 3, seed=1)], torch.bfloat16)
+    check(seeded(factory), [randn(3, 2, 3, seed=1)], torch.bfloat16)
 
 
 CELLS = [
@@ -170,22 +172,22 @@ class Packed(nn.Module):
         return out, state
 
 
+# Lengths [2, 4, 2]: unsorted, and only two distinct step batch sizes (3, 1).
 @pytest.mark.parametrize("factory,shape", [
-    (lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True), (5, 4, 3)),
-    (lambda: nn.GRU(3, 4, batch_first=True, bidirectional=True), (4, 5, 3)),
-    (lambda: nn.LSTM(3, 4, proj_size=2), (5, 4, 3)),
-], ids=["lstm_bidir", "gru_batch_first", "lstm_proj"])
+    (lambda: nn.LSTM(3, 4, bidirectional=True), (4, 3, 3)),
+    (lambda: nn.GRU(3, 4, batch_first=True, bidirectional=True), (3, 4, 3)),
+    (lambda: nn.LSTM(3, 4, num_layers=2, proj_size=2), (4, 3, 3)),
+], ids=["lstm_bidir", "gru_batch_first_bidir", "lstm_2layer_proj"])
 def test_packed_sequence_unsorted_lengths(factory, shape):
-    check(Packed(seeded(factory), torch.tensor([3, 5, 1, 4])), [randn(*shape, seed=1)])
+    check(Packed(seeded(factory), torch.tensor([2, 4, 2])), [randn(*shape, seed=1)])
 
 
 def test_fused_eager_matches_cpu():
-    lstm = seeded(lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True))
+    lstm = seeded(lambda: nn.LSTM(3, 4, bidirectional=True))
     gru = seeded(lambda: nn.GRU(3, 4, batch_first=True))
     with torch_tpu.eager_mode("fused"):
-        check(lstm, [randn(5, 2, 3, seed=1)])
+        check(Packed(lstm, torch.tensor([2, 4, 2])), [randn(4, 3, 3, seed=1)])
         check(gru, [randn(2, 5, 3, seed=1)])
-        check(Packed(lstm, torch.tensor([2, 5])), [randn(5, 2, 3, seed=1)])
 
 
 class Tagger(nn.Module):
@@ -220,8 +222,8 @@ def test_compiled_lstm_matches_cpu():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: (nn.LSTM(3, 4), (randn(5, 2, 3), (randn(1, 2, 5), randn(1, 2, 4)))),
-    lambda: (nn.GRU(3, 4), (randn(5, 2, 3), randn(1, 2, 3))),
+    lambda: (nn.LSTM(3, 4), (randn(3, 2, 3), (randn(1, 2, 5), randn(1, 2, 4)))),
+    lambda: (nn.GRU(3, 4), (randn(3, 2, 3), randn(1, 2, 3))),
     lambda: (nn.LSTMCell(3, 4), (randn(2, 3), (randn(2, 5), randn(2, 4)))),
     lambda: (nn.GRUCell(3, 4), (randn(2, 3), randn(3, 4))),
     lambda: (nn.LSTM(3, 4), (randn(5, 2, 6),)),
