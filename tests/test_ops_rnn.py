@@ -194,19 +194,20 @@ class Tagger(nn.Module):
     def __init__(self):
         super().__init__()
         self.lstm = nn.LSTM(3, 4, batch_first=True, bidirectional=True)
-        self.head = nn.Linear(8, 2)
+        self.gru = nn.GRU(8, 4, batch_first=True)
+        self.head = nn.Linear(4, 2)
 
     def forward(self, x):
-        return self.head(self.lstm(x)[0])
+        return self.head(self.gru(self.lstm(x)[0])[0])
 
 
-def test_compiled_lstm_matches_cpu():
+def test_compiled_lstm_gru_matches_cpu():
     import torch_tpu.compiler
 
     torch_tpu.compiler.register()
     torch._dynamo.reset()
     model = seeded(Tagger)
-    x = randn(2, 5, 3, seed=1)
+    x = randn(2, 3, 3, seed=1)
     expected = run(model, [x], "cpu", torch.float32)
     m = copy.deepcopy(model).to("tpu")
     compiled = torch.compile(m, backend="tpu")
