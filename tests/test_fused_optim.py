@@ -9,6 +9,7 @@ import torch
 import torch.nn as nn
 
 import torch_tpu
+import torch_tpu.compiler
 
 
 def model(seed=0):
@@ -148,3 +149,33 @@ def test_bad_lists_raise():
     with pytest.raises(RuntimeError):
         torch._fused_adam_(params, grads[:1], avgs, sqs, maxs, steps, lr=1e-2, beta1=0.9, beta2=0.999,
                            weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+
+
+@pytest.mark.parametrize("mode", ["fused_eager", "compile"])
+def test_fused_adamw_in_fused_eager_and_compiled_step(mode):
+    cpu = model()
+    dev = copy.deepcopy(cpu).to("tpu")
+    expected = train(cpu, torch.optim.AdamW(cpu.parameters(), lr=1e-2, amsgrad=True, foreach=False), "cpu", 3)
+    opt = torch.optim.AdamW(dev.parameters(), lr=1e-2, amsgrad=True, fused=True)
+    if mode == "fused_eager":
+        with torch_tpu.eager_mode("fused"):
+            actual = train(dev, opt, "tpu", 3)
+    else:
+        torch_tpu.compiler.register()
+        torch._dynamo.reset()
+        torch_tpu.reset_compile_stats()
+        x = torch.randn(6, 4, generator=torch.Generator().manual_seed(1)).to("tpu")
+
+        @torch.compile(backend="tpu")
+        def step():
+            opt.zero_grad()
+            dev(x).float().pow(2).mean().backward()
+            opt.step()
+
+        for _ in range(3):
+            step()
+        actual = [p.detach().cpu() for p in dev.parameters()]
+        assert torch_tpu.compile_stats()["eager_graphs"] == {}
+        torch._dynamo.reset()
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
