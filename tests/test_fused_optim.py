@@ -179,3 +179,19 @@ def test_fused_adamw_in_fused_eager_and_compiled_step(mode):
         torch._dynamo.reset()
     for a, e in zip(actual, expected):
         torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
+
+
+def test_out_form_matches_cpu():
+    """_fused_adamw.out: `out` receives the parameters, the other lists are updated in place."""
+    results = {}
+    for device in ("cpu", "tpu"):
+        lists = raw_lists(device)
+        out = [torch.empty_like(p) for p in lists[0]]
+        before = [p.clone() for p in lists[0]]
+        torch.ops.aten._fused_adamw.out(*lists, lr=1e-2, beta1=0.9, beta2=0.999, weight_decay=0.1, eps=1e-8,
+                                        amsgrad=True, maximize=False, out=out)
+        for p, b in zip(lists[0], before):
+            torch.testing.assert_close(p.cpu(), b.cpu(), rtol=0, atol=0)
+        results[device] = [t.cpu() for lst in (out,) + lists[1:] for t in lst]
+    for a, e in zip(results["tpu"], results["cpu"]):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
