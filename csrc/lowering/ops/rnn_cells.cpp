@@ -44,7 +44,8 @@ void check_cell_sizes(const Args& a, int64_t gates, const char* op) {
 }
 
 // input_gates + hidden_gates (+ biases) in the compute type `t`; with
-// `keep_hidden`, the hidden gates (+ hidden bias) are returned separately.
+// `hidden_out`, the input side (+ input bias) is returned and the hidden side
+// (+ hidden bias) goes to *hidden_out (GRU keeps them apart).
 Value gate_sum(Builder& b, const Args& a, DType t, Value* hidden_out = nullptr) {
   const Shape& s = a[0].tensor.shape();
   Value ig = b.convert(a[0].tensor, t), hg = b.convert(a[1].tensor, t);
