@@ -43,11 +43,23 @@ c10::IValue to_meta(const c10::IValue& v) {
   return v;
 }
 
+// Calls whose PyTorch meta kernel fails on arguments the op accepts; for
+// these the rule derives the result types and checks the arguments itself.
+bool meta_kernel_fails(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+  // torch/_meta_registrations.py's _thnn_fused_lstm_cell reads the device of
+  // an absent bias (nn.LSTM(bias=False)).
+  auto absent = [](const c10::IValue& v) { return v.isNone() || (v.isTensor() && !v.toTensor().defined()); };
+  if (op.schema().name() == "aten::_thnn_fused_lstm_cell")
+    return args.size() > 4 && (absent(args[3]) || absent(args[4]));
+  return false;
+}
+
 // Runs `op` on meta tensors shaped like the arguments. PyTorch's own checks
 // run here, so a bad call raises exactly the error it raises on the CPU.
-// Returns false when the op has no meta kernel.
+// Returns false when the op has no (usable) meta kernel.
 bool infer_types(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
                  std::vector<hlo::Type>& types, std::vector<int>& list_sizes) {
+  if (meta_kernel_fails(op, args)) return false;
   torch::jit::Stack meta;
   for (const auto& v : args) meta.push_back(to_meta(v));
   try {
