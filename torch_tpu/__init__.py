@@ -35,6 +35,10 @@ from . import _process_guard  # noqa: E402
 
 _process_guard.install()
 
+from . import _autograd_exit  # noqa: E402
+
+_autograd_exit.install()
+
 from . import _safetensors_hook  # noqa: E402
 
 _safetensors_hook.install()
