@@ -21,6 +21,7 @@ forms without a decomposition of their own use their functional form's and
 copy the result. Ops whose results alias an input (views) are never
 decomposed: a decomposition would return a copy.
 """
+import os
 import threading
 
 import torch
@@ -79,7 +80,9 @@ def _functional_overload(op):
     of: same base name (without the trailing '_'), same non-out arguments."""
     schema = op._schema
     base = schema.name.split("::", 1)[1]
-    if base.endswith("_"):
+    if base.startswith("__i") and base.endswith("__"):
+        base = "__" + base[3:]  # __ilshift__ writes __lshift__'s result
+    elif base.endswith("_"):
         base = base[:-1]
     packet = getattr(aten, base, None)
     if packet is None:
@@ -387,4 +390,7 @@ def decomposition_decisions():
 
 
 def install():
-    _C._set_eager_decomposition_handler(handle)
+    """Offers ops without a rule to their decomposition, unless
+    TORCH_TPU_EAGER_DECOMPOSITIONS=0 (every such op then goes to the CPU)."""
+    if os.environ.get("TORCH_TPU_EAGER_DECOMPOSITIONS", "1") != "0":
+        _C._set_eager_decomposition_handler(handle)
