@@ -79,12 +79,12 @@ def _functional_overload(op):
     """The functional overload an in-place or out= overload writes the result
     of: same base name (without the trailing '_'), same non-out arguments."""
     schema = op._schema
-    base = schema.name.split("::", 1)[1]
+    namespace, base = schema.name.split("::", 1)
     if base.startswith("__i") and base.endswith("__"):
         base = "__" + base[3:]  # __ilshift__ writes __lshift__'s result
     elif base.endswith("_"):
         base = base[:-1]
-    packet = getattr(aten, base, None)
+    packet = getattr(getattr(torch.ops, namespace), base, None)
     if packet is None:
         return None
     wanted = [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]

@@ -24,8 +24,9 @@ Value any_nonzero(Builder& b, Value x) {
 // (a, b = b % a, a until a is 0), every element in lockstep until all are
 // done. |INT_MIN| stays negative, as in C++.
 Value gcd_values(Builder& b, Value x, Value y) {
+  const bool is_unsigned = hlo::is_unsigned(x.dtype());
   Values st = b.while_loop(
-      {b.abs(x), b.abs(y)},
+      {is_unsigned ? x : b.abs(x), is_unsigned ? y : b.abs(y)},
       [](Builder& bb, const Values& s) { return Values{any_nonzero(bb, s[0])}; },
       [](Builder& bb, const Values& s) {
         Value a = s[0], r = s[1];
