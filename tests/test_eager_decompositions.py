@@ -127,8 +127,6 @@ def test_bad_arguments_raise_pytorch_own_error():
         ops.checked(torch.randn(5, device="tpu"))
     y = ops.checked(torch.ones(2, 2, device="tpu"))
     torch.testing.assert_close(y.cpu(), torch.full((2, 2), 4.0))
-    with pytest.raises(RuntimeError):
-        torch._C._nn.upsample_bicubic2d(torch.randn(2, 3, 4, device="tpu"), [5, 5], False)
 
 
 def test_ops_with_a_rule_never_reach_the_decomposition_handler():

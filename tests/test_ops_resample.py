@@ -1,5 +1,5 @@
 """Reflection / replication padding and nearest / linear upsampling (1-D to
-3-D), forward and backward, against the CPU."""
+3-D) and bicubic upsampling, forward and backward, against the CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -39,6 +39,19 @@ CASES = [
     OpCase("bilinear2d_to_one", lambda x: up(x, size=(1, 3), mode="bilinear", align_corners=True), [[(1, 1, 4, 4)]],
            FLOAT, grad=True),
     OpCase("trilinear3d", lambda x: up(x, size=(3, 4, 2), mode="trilinear"), [[(1, 2, 2, 3, 3)]], FLOAT, grad=True),
+    OpCase("bicubic2d_x2", lambda x: up(x, scale_factor=2, mode="bicubic"), [[(1, 2, 3, 4)], [(2, 1, 5, 5)]], FLOATS,
+           grad=True),
+    OpCase("bicubic2d_align", lambda x: up(x, size=(7, 3), mode="bicubic", align_corners=True), [[(2, 2, 4, 5)]],
+           FLOATS, grad=True),
+    OpCase("bicubic2d_down", lambda x: up(x, size=(3, 2), mode="bicubic"), [[(1, 2, 9, 5)]], FLOAT, grad=True),
+    OpCase("bicubic2d_scale", lambda x: up(x, scale_factor=(1.7, 0.6), mode="bicubic"), [[(1, 1, 4, 6)]], FLOAT,
+           grad=True),
+    OpCase("bicubic2d_to_one", lambda x: up(x, size=(1, 3), mode="bicubic", align_corners=True), [[(1, 1, 4, 4)]],
+           FLOAT, grad=True),
+    OpCase("bicubic2d_one_pixel", lambda x: up(x, size=(3, 5), mode="bicubic"), [[(1, 2, 1, 1)]], FLOAT, grad=True),
+    OpCase("bicubic2d_empty", lambda x: up(x, size=(3, 5), mode="bicubic"), [[(0, 2, 4, 4)]], FLOAT),
+    OpCase("bicubic2d_out", lambda x: torch._C._nn.upsample_bicubic2d(x, [5, 3], False), [[(1, 2, 3, 4)]], FLOAT,
+           out=lambda x, out: torch._C._nn.upsample_bicubic2d(x, [5, 3], False, out=out)),
 ]
 
 

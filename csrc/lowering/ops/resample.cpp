@@ -1,5 +1,5 @@
 // Resampling along the trailing spatial dims: reflection / replication
-// padding and nearest / nearest-exact / (bi, tri)linear upsampling, 1-D to
+// padding and nearest / nearest-exact / (bi, tri)linear / bicubic upsampling, 1-D to
 // 3-D, with their backward ops. Every one of them maps each output position
 // to a weighted choice of input positions independently per dim, so each dim
 // is one product with an [out, in] matrix built from iotas (the backward is
@@ -92,6 +92,43 @@ Value linear_matrix(Builder& b, int64_t in, int64_t out, bool align_corners, con
   return b.convert(b.add(m0, m1), ct);
 }
 
+// PyTorch's cubic convolution weights (A = -0.75) for |x| <= 1 and 1 < |x| < 2.
+Value cubic_near(Builder& b, Value x, double A) {
+  auto k = [&](double v) { return full_like(b, x, v); };
+  return b.add(b.mul(b.mul(b.sub(b.mul(k(A + 2), x), k(A + 3)), x), x), k(1));
+}
+Value cubic_far(Builder& b, Value x, double A) {
+  auto k = [&](double v) { return full_like(b, x, v); };
+  return b.sub(b.mul(b.add(b.mul(b.sub(b.mul(k(A), x), k(5 * A)), x), k(8 * A)), x), k(4 * A));
+}
+
+// The [out, in] matrix of bicubic upsampling along one dim: output j reads
+// input floor(real) - 1 .. + 2 (clamped to the edges, so edge taps add up)
+// with the cubic convolution weights of t = real - floor(real); real is the
+// source index without clamping at 0 (area_pixel_compute_source_index, cubic).
+Value cubic_matrix(Builder& b, int64_t in, int64_t out, bool align_corners, const Arg* scale, DType ct) {
+  const double A = -0.75;
+  float s = source_scale(in, out, align_corners, scale);
+  Shape v{out};
+  Value j = b.convert(b.iota(Type{DType::S64, v}, 0), DType::F32);
+  Value sc = b.constant(s, DType::F32, v);
+  Value real = align_corners ? b.mul(sc, j)
+                             : b.sub(b.mul(sc, b.add(j, b.constant(0.5, DType::F32, v))), b.constant(0.5, DType::F32, v));
+  Value fl = b.unary("stablehlo.floor", real);
+  Value t = b.sub(real, fl);
+  Value i0 = b.convert(fl, DType::S64);
+  Value one = b.constant(1, DType::F32, v);
+  Value w[4] = {cubic_far(b, b.add(t, one), A), cubic_near(b, t, A), cubic_near(b, b.sub(one, t), A),
+                cubic_far(b, b.sub(b.add(one, one), t), A)};
+  Value m;
+  for (int k = 0; k < 4; ++k) {
+    Value idx = b.clamp(s64(b, 0, out), b.add(i0, s64(b, k - 1, out)), s64(b, in - 1, out));
+    Value term = b.mul(select_matrix(b, idx, in, DType::F32), b.broadcast_in_dim(w[k], {out, in}, {0}));
+    m = k == 0 ? term : b.add(m, term);
+  }
+  return b.convert(m, ct);
+}
+
 // Applies per-dim matrices over the trailing `mats.size()` dims.
 Value apply_all(Builder& b, Value x, const Values& mats, bool transpose) {
   int64_t k = static_cast<int64_t>(mats.size());
@@ -151,21 +188,23 @@ Values upsample_matrices(Builder& b, const Args& a, const std::string& op, const
   int64_t k = static_cast<int64_t>(out.size()), r = static_cast<int64_t>(in.size());
   bool exact = op.find("nearest_exact") != std::string::npos;
   bool linear = op.find("linear") != std::string::npos;
+  bool cubic = op.find("bicubic") != std::string::npos;
   Values mats;
   for (int64_t i = 0; i < k; ++i) {
     int64_t n = in[r - k + i];
     const Arg* scale = first_scale + i < static_cast<int64_t>(a.size()) ? &a[first_scale + i] : nullptr;
-    if (linear) mats.push_back(linear_matrix(b, n, out[i], a[align].b, scale, ct));
+    if (cubic) mats.push_back(cubic_matrix(b, n, out[i], a[align].b, scale, ct));
+    else if (linear) mats.push_back(linear_matrix(b, n, out[i], a[align].b, scale, ct));
     else mats.push_back(select_matrix(b, nearest_source(b, n, out[i], scale, exact), n, ct));
   }
   return mats;
 }
 
 // upsample_nearestNd / _upsample_nearest_exactNd(self, output_size, scales...)
-// upsample_linear1d / bilinear2d / trilinear3d(self, output_size, align_corners, scales...)
+// upsample_linear1d / bilinear2d / trilinear3d / bicubic2d(self, output_size, align_corners, scales...)
 Values upsample_rule(Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
-  bool linear = c.op.find("linear") != std::string::npos;
+  bool linear = c.op.find("linear") != std::string::npos || c.op.find("bicubic") != std::string::npos;
   if (linear && !hlo::is_float(x.dtype())) throw LoweringError(c.op + " of integers");
   DType ct = resample_compute(x.dtype());
   if (x.type.numel() == 0 || c.out().numel() == 0) return {full(b, 0, x.dtype(), c.out().shape)};
@@ -176,7 +215,7 @@ Values upsample_rule(Builder& b, const Args& a, const Context& c) {
 // ..._backward(grad_output, output_size, input_size, [align_corners,] scales...)
 Values upsample_backward_rule(Builder& b, const Args& a, const Context& c) {
   Value g = a[0].value();
-  bool linear = c.op.find("linear") != std::string::npos;
+  bool linear = c.op.find("linear") != std::string::npos || c.op.find("bicubic") != std::string::npos;
   DType ct = resample_compute(g.dtype());
   const Shape& in = a[2].ints;
   if (g.type.numel() == 0 || numel(in) == 0) return {full(b, 0, g.dtype(), in)};
@@ -186,12 +225,13 @@ Values upsample_backward_rule(Builder& b, const Args& a, const Context& c) {
 
 TT_RULE({"aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
          "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d", "aten::_upsample_nearest_exact3d",
-         "aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d"}, upsample_rule);
+         "aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d",
+         "aten::upsample_bicubic2d"}, upsample_rule);
 TT_RULE({"aten::upsample_nearest1d_backward", "aten::upsample_nearest2d_backward",
          "aten::upsample_nearest3d_backward", "aten::_upsample_nearest_exact1d_backward",
          "aten::_upsample_nearest_exact2d_backward", "aten::_upsample_nearest_exact3d_backward",
          "aten::upsample_linear1d_backward", "aten::upsample_bilinear2d_backward",
-         "aten::upsample_trilinear3d_backward"}, upsample_backward_rule);
+         "aten::upsample_trilinear3d_backward", "aten::upsample_bicubic2d_backward"}, upsample_backward_rule);
 
 }  // namespace
 }  // namespace tt::lowering
