@@ -295,16 +295,13 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)',
                        'unique': 'fallback: CPU fallback: aten::_unique2',
                        'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
- ('bool', 'fwd'): {'addr': 'fallback: CPU fallback: aten::addr',
-                   'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
+ ('bool', 'fwd'): {'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
                               'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 '
                               'at index (7985,); Greatest relative difference: inf at index (7985,)',
                    'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
                                                'equal!; Mismatched elements: 3 / 4 (75.0%); Greatest '
                                                'absolute difference: 1 at index (0, 0); Greatest relative '
                                                'difference: inf at index (0, 1)',
-                   'clamp_max': 'fallback: CPU fallback: aten::clamp_max.Tensor',
-                   'clamp_min': 'fallback: CPU fallback: aten::clamp_min.Tensor',
                    'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                    'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                            'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 at '
