@@ -18,7 +18,6 @@ CI = {('float32', 'bwd'): {'_segment_reduce.lengths': 'fallback: CPU fallback: a
                                 '0.0009002685546875 at index (12, 3) (up to 1e-05 allowed); Greatest '
                                 'relative difference: 5.708167918783147e-06 at index (12, 3) (up to 1.3e-06 '
                                 'allowed)',
-                      'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'linalg.cond': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 13 / 25 (52.0%); Greatest absolute difference: '
                                      '5.14984130859375e-05 at index (2, 0) (up to 1e-05 allowed); Greatest '
@@ -103,9 +102,7 @@ CI = {('float32', 'bwd'): {'_segment_reduce.lengths': 'fallback: CPU fallback: a
                                                                     '0.005 allowed); Greatest relative '
                                                                     'difference: 1.0423258543014526 at index '
                                                                     '(0, 1) (up to 1.3e-06 allowed)',
-                      'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
-                      'unique': 'fallback: CPU fallback: aten::_unique2',
-                      'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
+                      'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise'}}
 
 # The heavy tier (the other dtypes).
 HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
@@ -138,7 +135,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                           'difference: 0.1875 at index (0, 2, 3, 6, 0) (up to 1e-05 '
                                           'allowed); Greatest relative difference: 0.46484375 at index (1, '
                                           '0, 9, 9, 1) (up to 0.016 allowed)',
-                       'index_fill': 'fallback: CPU fallback: aten::_unique',
                        'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                      'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
@@ -292,9 +288,7 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                'at index (7314,); Greatest relative difference: 2728.0 at index (4964,)',
                        'topk': 'fail: sample 1: AssertionError: result[1]: Tensor-likes are not equal!; '
                                'Mismatched elements: 4 / 75 (5.3%); Greatest absolute difference: 7 at index '
-                               '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)',
-                       'unique': 'fallback: CPU fallback: aten::_unique2',
-                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+                               '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)'},
  ('bool', 'fwd'): {'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
                               'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 '
                               'at index (7985,); Greatest relative difference: inf at index (7985,)',
@@ -309,9 +303,7 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                    'special.zeta': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
                                    'Mismatched elements: 2 / 5 (40.0%); Greatest absolute difference: nan at '
                                    'index (2,) (up to 1e-05 allowed); Greatest relative difference: nan at '
-                                   'index (2,) (up to 1.3e-06 allowed)',
-                   'unique': 'fallback: CPU fallback: aten::_unique2',
-                   'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+                                   'index (2,) (up to 1.3e-06 allowed)'},
  ('float16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
                                                  'not close!; Mismatched elements: 87 / 125 (69.6%); '
                                                  'Greatest absolute difference: 0.00026988983154296875 at '
@@ -337,7 +329,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                          'difference: 0.025390625 at index (0, 1, 4, 0) (up to 0.005 '
                                          'allowed); Greatest relative difference: 0.040008544921875 at index '
                                          '(0, 2, 5, 0) (up to 0.004 allowed)',
-                      'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                     'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
@@ -525,14 +516,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                     'allowed)',
                       'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                               'Mismatched elements: 3917 / 8000 (49.0%); Greatest absolute difference: 7944 '
-                              'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)',
-                      'unique': 'fallback: CPU fallback: aten::_unique2',
-                      'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+                              'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)'},
  ('int64', 'fwd'): {'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
                                                 'not equal!; Mismatched elements: 4 / 4 (100.0%); Greatest '
                                                 'absolute difference: 13 at index (0, 0); Greatest relative '
                                                 'difference: inf at index (1, 1)',
-                    'bincount': 'fallback: CPU fallback: aten::bincount',
                     'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                     'kthvalue': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                                 'Mismatched elements: 6 / 25 (24.0%); Greatest absolute difference: 3 at '
@@ -540,6 +528,4 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                     'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d',
                     'topk': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                             'Mismatched elements: 16 / 150 (10.7%); Greatest absolute difference: 4 at index '
-                            '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)',
-                    'unique': 'fallback: CPU fallback: aten::_unique2',
-                    'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
+                            '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)'}}
