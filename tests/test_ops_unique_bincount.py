@@ -1,5 +1,6 @@
 """Ops whose result size depends on the data (one host read each): unique
-(_unique2, _unique), unique_consecutive and bincount, against the CPU."""
+(_unique2, _unique), unique_consecutive, bincount and repeat_interleave with
+tensor repeats, against the CPU."""
 import pytest
 import torch
 
@@ -29,6 +30,13 @@ def counts_input(shape, dtype, i):
     return torch.rand(shape, generator=g).to(dtype)  # weights
 
 
+def repeats_input(shape, dtype, i):
+    g = torch.Generator().manual_seed(i + 6)
+    if i == 1:
+        return torch.randint(0, 4, shape, generator=g)  # repeats
+    return torch.randn(shape, generator=g).to(dtype)
+
+
 ALL = FLOATS + INTS + (torch.uint8, torch.bool)
 CASES = [
     OpCase("unique", lambda x: torch.unique(x), SHAPES, ALL, make=few_values),
@@ -53,6 +61,14 @@ CASES = [
            make=counts_input),
     OpCase("bincount_int_weights", lambda x, w: torch.bincount(x, (w * 10).long()), [[(12,), (12,)]],
            (torch.int64,), make=counts_input),
+    OpCase("repeat_interleave_counts", lambda r: torch.repeat_interleave(r), [[(6,)], [(0,)]], INTS,
+           make=lambda s, d, i: torch.randint(0, 4, s, generator=torch.Generator().manual_seed(3)).to(d)),
+    OpCase("repeat_interleave_dim", lambda x, r: x.repeat_interleave(r, dim=0), [[(5, 3), (5,)]], FLOATS + INTS,
+           make=repeats_input, grad=True),
+    OpCase("repeat_interleave_flat", lambda x, r: x.repeat_interleave(r), [[(2, 2), (4,)]], (torch.float32,),
+           make=repeats_input),
+    OpCase("repeat_interleave_output_size", lambda r: torch.repeat_interleave(r, output_size=int(r.sum())),
+           [[(6,)]], INTS, make=lambda s, d, i: torch.tensor([1, 0, 2, 3, 0, 1], dtype=d)),
 ]
 
 
@@ -79,6 +95,9 @@ def test_bad_input_like_cpu():
     same_error(torch.bincount, torch.tensor([1.0, 2.0]))
     same_error(torch.bincount, torch.tensor([1, 2]), torch.tensor([1.0]))
     same_error(lambda x: torch.bincount(x, minlength=-1), torch.tensor([1]))
+    same_error(torch.repeat_interleave, torch.tensor([2, -1]))
+    same_error(torch.repeat_interleave, torch.tensor([[2]]))
+    same_error(torch.repeat_interleave, torch.tensor([2.0]))
 
 
 def test_unique_consecutive_along_a_dim_falls_back(allow_fallback):
