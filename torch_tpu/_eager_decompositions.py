@@ -21,6 +21,7 @@ forms without a decomposition of their own use their functional form's and
 copy the result. Ops whose results alias an input (views) are never
 decomposed: a decomposition would return a copy.
 """
+import functools
 import os
 import threading
 
@@ -64,6 +65,7 @@ def _has_tpu_kernel(op):
     return False
 
 
+@functools.lru_cache(maxsize=None)
 def _resolve(name):
     """'aten::gcd.out' -> torch.ops.aten.gcd.out"""
     ns, rest = name.split("::", 1)
@@ -71,6 +73,7 @@ def _resolve(name):
     return getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
 
 
+@functools.lru_cache(maxsize=None)
 def _returns_alias(op):
     return any(r.alias_info is not None and not r.alias_info.is_write for r in op._schema.returns)
 
