@@ -279,7 +279,10 @@ def _decide(op, args):
     """(state, reason) for this call's signature. Raises PyTorch's own error
     when the op's meta kernel rejects the arguments."""
     schema = op._schema
-    meta_args = [_to_meta(v) for v in args]
+    try:
+        meta_args = [_to_meta(v) for v in args]
+    except Exception as e:  # a tensor meta cannot describe (sparse, quantized...)
+        return _FALLBACK, f"its arguments have no meta form ({type(e).__name__}: {_first_line(e)})"
     positional, kwargs = _split_args(schema, meta_args)
     try:
         op(*positional, **kwargs)
