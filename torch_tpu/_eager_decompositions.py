@@ -37,7 +37,11 @@ _MAX_DEPTH = 6  # nested decompositions followed by the meta check
 _NATIVE, _TRIAL, _FALLBACK = "native", "trial", "fallback"
 
 _lock = threading.RLock()
-_active = threading.local()  # .ops: names of the ops this thread is decomposing
+# Thread id -> names of the ops that thread is decomposing. (Not a
+# threading.local: the autograd engine's device threads are not Python
+# threads, and a threading.local's per-thread cleanup can race interpreter
+# exit on them.)
+_active = {}
 _decisions = {}    # (op name, signature) -> (state, reason)
 _counts = {}       # op name -> calls run decomposed
 _decomps = {}      # OpOverload -> callable or None
@@ -305,9 +309,7 @@ def handle(name, args):
     Returns (True, result) after running the op's decomposition on tpu, or
     (False, reason, for_every_call) to send it to the CPU; for_every_call
     means the op has no decomposition whatever its arguments."""
-    active = getattr(_active, "ops", None)
-    if active is None:
-        active = _active.ops = set()
+    active = _active.setdefault(threading.get_ident(), set())
     if name in active:
         # A kernel the decomposition trusted (a composite) calls the op back.
         return (False, "its decomposition calls it again", False)
