@@ -3,28 +3,21 @@
 tools/update_opinfo_expected.py; tests/test_opinfo.py marks each strict xfail."""
 
 # {(dtype, 'fwd' | 'bwd'): {op key: reason}}: the CI tier (float32).
-CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update, '
-                                                 'aten::batch_norm_backward',
-                      '_segment_reduce.lengths': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
+CI = {('float32', 'bwd'): {'_segment_reduce.lengths': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
                                                  'aten::segment_reduce',
                       '_segment_reduce.offsets': 'fallback: CPU fallback: aten::_segment_reduce_backward, '
                                                  'aten::segment_reduce',
-                      '_upsample_bilinear2d_aa': 'fallback: CPU fallback: aten::_upsample_bilinear2d_aa.out, '
-                                                 'aten::_upsample_bilinear2d_aa_backward.grad_input',
                       'as_strided.partial_views': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes are '
                                                   'not close!; Mismatched elements: 4 / 10 (40.0%); Greatest '
                                                   'absolute difference: 1.0 at index (0,) (up to 1e-05 '
                                                   'allowed); Greatest relative difference: inf at index (0,) '
                                                   '(up to 1.3e-06 allowed)',
                       'cdist': 'fallback: CPU fallback: aten::_cdist_backward',
-                      'corrcoef': 'fallback: CPU fallback: aten::equal',
-                      'cov': 'fallback: CPU fallback: aten::equal',
                       'erfinv': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                 'Mismatched elements: 2 / 400 (0.5%); Greatest absolute difference: '
                                 '0.0009002685546875 at index (12, 3) (up to 1e-05 allowed); Greatest '
                                 'relative difference: 5.708167918783147e-06 at index (12, 3) (up to 1.3e-06 '
                                 'allowed)',
-                      'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'linalg.cond': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 13 / 25 (52.0%); Greatest absolute difference: '
                                      '5.14984130859375e-05 at index (2, 0) (up to 1e-05 allowed); Greatest '
@@ -52,9 +45,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                              'to 1e-05 allowed); Greatest relative '
                                                              'difference: inf at index (0, 2, 1, 2, 0) (up '
                                                              'to 1.3e-06 allowed)',
-                      'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
-                                                           'aten::upsample_bicubic2d.out, '
-                                                           'aten::upsample_bicubic2d_backward.grad_input',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 0: AssertionError: '
                                                                     'grad[2]: Tensor-likes are not close!; '
                                                                     'Mismatched elements: 6 / 12 (50.0%); '
@@ -65,24 +55,17 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                                     'at index (0, 0, 0) (up to 1.3e-06 '
                                                                     'allowed)',
                       'nn.functional.pdist': 'fallback: CPU fallback: aten::_pdist_backward',
-                      'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
-                      'unfold': 'fallback: CPU fallback: aten::unfold_backward',
-                      'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
- ('float32', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
-                      '_native_batch_norm_legit': 'fail: sample 1: AssertionError: result[1]: shape (2,) != '
+                      'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise'},
+ ('float32', 'fwd'): {'_native_batch_norm_legit': 'fail: sample 1: AssertionError: result[1]: shape (2,) != '
                                                   '(0,)',
                       '_segment_reduce.lengths': 'fallback: CPU fallback: aten::segment_reduce',
                       '_segment_reduce.offsets': 'fallback: CPU fallback: aten::segment_reduce',
-                      '_upsample_bilinear2d_aa': 'fallback: CPU fallback: aten::_upsample_bilinear2d_aa.out',
                       'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
                                                   'not close!; Mismatched elements: 4 / 4 (100.0%); Greatest '
                                                   'absolute difference: 12.08997917175293 at index (0, 0) '
                                                   '(up to 1e-05 allowed); Greatest relative difference: '
                                                   '3.5687670707702637 at index (1, 0) (up to 1.3e-06 '
                                                   'allowed)',
-                      'corrcoef': 'fallback: CPU fallback: aten::equal',
-                      'cov': 'fallback: CPU fallback: aten::equal',
-                      'equal': 'fallback: CPU fallback: aten::equal',
                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                       'histogram': 'fallback: CPU fallback: aten::histogram.bin_ct, '
                                    'aten::histogram.bins_tensor',
@@ -111,8 +94,6 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                              '1, 1, 1) (up to 1e-05 allowed); Greatest '
                                                              'relative difference: 0.9315024614334106 at '
                                                              'index (0, 2, 1, 1, 1) (up to 1.3e-06 allowed)',
-                      'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
-                                                           'aten::upsample_bicubic2d.out',
                       'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
                                                                     'result[0]: Tensor-likes are not close!; '
                                                                     'Mismatched elements: 2 / 6 (33.3%); '
@@ -121,9 +102,7 @@ CI = {('float32', 'bwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: a
                                                                     '0.005 allowed); Greatest relative '
                                                                     'difference: 1.0423258543014526 at index '
                                                                     '(0, 1) (up to 1.3e-06 allowed)',
-                      'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise',
-                      'unique': 'fallback: CPU fallback: aten::_unique2',
-                      'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
+                      'nn.functional.rrelu': 'fallback: CPU fallback: aten::rrelu_with_noise'}}
 
 # The heavy tier (the other dtypes).
 HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
@@ -146,8 +125,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                    'Greatest absolute difference: 1.0 at index (0,) (up to '
                                                    '1e-05 allowed); Greatest relative difference: inf at '
                                                    'index (0,) (up to 0.016 allowed)',
-                       'corrcoef': 'fallback: CPU fallback: aten::equal',
-                       'cov': 'fallback: CPU fallback: aten::equal',
                        'grid_sampler_2d': 'fail: sample 0: AssertionError: grad[1]: Tensor-likes are not '
                                           'close!; Mismatched elements: 23 / 520 (4.4%); Greatest absolute '
                                           'difference: 0.234375 at index (0, 2, 5, 0) (up to 1e-05 allowed); '
@@ -158,7 +135,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                           'difference: 0.1875 at index (0, 2, 3, 6, 0) (up to 1e-05 '
                                           'allowed); Greatest relative difference: 0.46484375 at index (1, '
                                           '0, 9, 9, 1) (up to 0.016 allowed)',
-                       'index_fill': 'fallback: CPU fallback: aten::_unique',
                        'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                      'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
@@ -209,9 +185,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                       '0.005950927734375 at index (1, 4, 1) (up to 1e-05 '
                                                       'allowed); Greatest relative difference: 1.0 at index '
                                                       '(0, 0, 0) (up to 0.016 allowed)',
-                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
-                                                            'aten::upsample_bicubic2d.out, '
-                                                            'aten::upsample_bicubic2d_backward.grad_input',
                        'nn.functional.layer_norm': 'fail: sample 1: AssertionError: grad[0]: Tensor-likes '
                                                    'are not close!; Mismatched elements: 2 / 12 (16.7%); '
                                                    'Greatest absolute difference: 0.005859375 at index (0, '
@@ -242,9 +215,7 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                        'special.i0e': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                       'Mismatched elements: 3 / 5 (60.0%); Greatest absolute difference: '
                                       '0.001953125 at index (1,) (up to 1e-05 allowed); Greatest relative '
-                                      'difference: 0.111328125 at index (0,) (up to 0.016 allowed)',
-                       'unfold': 'fallback: CPU fallback: aten::unfold_backward',
-                       'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
+                                      'difference: 0.111328125 at index (0,) (up to 0.016 allowed)'},
  ('bfloat16', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
                        '_native_batch_norm_legit': 'fail: sample 0: AssertionError: result[0]: Tensor-likes '
                                                    'are not close!; Mismatched elements: 3 / 125 (2.4%); '
@@ -262,9 +233,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                    'Greatest absolute difference: 12.125 at index (0, 0) (up '
                                                    'to 1e-05 allowed); Greatest relative difference: '
                                                    '3.578125 at index (1, 0) (up to 0.016 allowed)',
-                       'corrcoef': 'fallback: CPU fallback: aten::equal',
-                       'cov': 'fallback: CPU fallback: aten::equal',
-                       'equal': 'fallback: CPU fallback: aten::equal',
                        'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                        'matrix_exp': 'fail: sample 0: AssertionError: result: Tensor-likes are not close!; '
                                      'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
@@ -306,8 +274,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                       '(4, 4, 2) (up to 1e-05 allowed); Greatest relative '
                                                       'difference: 0.15234375 at index (1, 3, 1) (up to '
                                                       '0.016 allowed)',
-                       'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
-                                                            'aten::upsample_bicubic2d.out',
                        'nn.functional.multi_head_attention_forward': 'fail: sample 1: AssertionError: '
                                                                      'result[0]: Tensor-likes are not '
                                                                      'close!; Mismatched elements: 2 / 6 '
@@ -322,20 +288,14 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                'at index (7314,); Greatest relative difference: 2728.0 at index (4964,)',
                        'topk': 'fail: sample 1: AssertionError: result[1]: Tensor-likes are not equal!; '
                                'Mismatched elements: 4 / 75 (5.3%); Greatest absolute difference: 7 at index '
-                               '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)',
-                       'unique': 'fallback: CPU fallback: aten::_unique2',
-                       'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
- ('bool', 'fwd'): {'addr': 'fallback: CPU fallback: aten::addr',
-                   'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
+                               '(2, 1, 4); Greatest relative difference: inf at index (2, 2, 4)'},
+ ('bool', 'fwd'): {'argsort': 'fail: sample 0: AssertionError: result: Tensor-likes are not equal!; '
                               'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 '
                               'at index (7985,); Greatest relative difference: inf at index (7985,)',
                    'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are not '
                                                'equal!; Mismatched elements: 3 / 4 (75.0%); Greatest '
                                                'absolute difference: 1 at index (0, 0); Greatest relative '
                                                'difference: inf at index (0, 1)',
-                   'clamp_max': 'fallback: CPU fallback: aten::clamp_max.Tensor',
-                   'clamp_min': 'fallback: CPU fallback: aten::clamp_min.Tensor',
-                   'equal': 'fallback: CPU fallback: aten::equal',
                    'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                    'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                            'Mismatched elements: 7999 / 8000 (100.0%); Greatest absolute difference: 7985 at '
@@ -343,9 +303,7 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                    'special.zeta': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
                                    'Mismatched elements: 2 / 5 (40.0%); Greatest absolute difference: nan at '
                                    'index (2,) (up to 1e-05 allowed); Greatest relative difference: nan at '
-                                   'index (2,) (up to 1.3e-06 allowed)',
-                   'unique': 'fallback: CPU fallback: aten::_unique2',
-                   'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+                                   'index (2,) (up to 1.3e-06 allowed)'},
  ('float16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
                                                  'not close!; Mismatched elements: 87 / 125 (69.6%); '
                                                  'Greatest absolute difference: 0.00026988983154296875 at '
@@ -366,14 +324,11 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                   'absolute difference: 1.0 at index (0,) (up to 1e-05 '
                                                   'allowed); Greatest relative difference: inf at index (0,) '
                                                   '(up to 0.001 allowed)',
-                      'corrcoef': 'fallback: CPU fallback: aten::equal',
-                      'cov': 'fallback: CPU fallback: aten::equal',
                       'grid_sampler_2d': 'fail: sample 0: AssertionError: grad[1]: Tensor-likes are not '
                                          'close!; Mismatched elements: 3 / 520 (0.6%); Greatest absolute '
                                          'difference: 0.025390625 at index (0, 1, 4, 0) (up to 0.005 '
                                          'allowed); Greatest relative difference: 0.040008544921875 at index '
                                          '(0, 2, 5, 0) (up to 0.004 allowed)',
-                      'index_fill': 'fallback: CPU fallback: aten::_unique',
                       'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                     'nan at index (0, 0) (up to 1e-05 allowed); Greatest relative '
@@ -424,9 +379,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                      '0.001255035400390625 at index (0, 4, 1) (up to 1e-05 '
                                                      'allowed); Greatest relative difference: 1.0 at index '
                                                      '(0, 1, 0) (up to 0.001 allowed)',
-                      'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
-                                                           'aten::upsample_bicubic2d.out, '
-                                                           'aten::upsample_bicubic2d_backward.grad_input',
                       'nn.functional.layer_norm': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
                                                   'not close!; Mismatched elements: 1 / 6 (16.7%); Greatest '
                                                   'absolute difference: 0.000244140625 at index (0, 0, 2) '
@@ -473,9 +425,7 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                       'special.i0e': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                      'Mismatched elements: 3 / 5 (60.0%); Greatest absolute difference: '
                                      '0.0001220703125 at index (0,) (up to 1e-05 allowed); Greatest relative '
-                                     'difference: 0.0142822265625 at index (0,) (up to 0.001 allowed)',
-                      'unfold': 'fallback: CPU fallback: aten::unfold_backward',
-                      'unfold_copy': 'fallback: CPU fallback: aten::unfold_backward'},
+                                     'difference: 0.0142822265625 at index (0,) (up to 0.001 allowed)'},
  ('float16', 'fwd'): {'_batch_norm_with_update': 'fallback: CPU fallback: aten::_batch_norm_with_update',
                       '_native_batch_norm_legit': 'fail: sample 0: AssertionError: result[0]: Tensor-likes '
                                                   'are not close!; Mismatched elements: 6 / 125 (4.8%); '
@@ -498,9 +448,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                   'absolute difference: 12.0859375 at index (0, 0) (up to '
                                                   '1e-05 allowed); Greatest relative difference: 3.5703125 '
                                                   'at index (1, 0) (up to 0.001 allowed)',
-                      'corrcoef': 'fallback: CPU fallback: aten::equal',
-                      'cov': 'fallback: CPU fallback: aten::equal',
-                      'equal': 'fallback: CPU fallback: aten::equal',
                       'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                       'matrix_exp': 'fail: sample 0: AssertionError: result: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
@@ -550,8 +497,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                      '4, 0) (up to 1e-05 allowed); Greatest relative '
                                                      'difference: 0.0180206298828125 at index (1, 0, 0) (up '
                                                      'to 0.001 allowed)',
-                      'nn.functional.interpolate.bicubic': 'fallback: CPU fallback: '
-                                                           'aten::upsample_bicubic2d.out',
                       'nn.functional.linear_cross_entropy.chunked_none': 'fail: sample 1: AssertionError: '
                                                                          'result: Tensor-likes are not '
                                                                          'close!; Mismatched elements: 1 / 8 '
@@ -571,32 +516,16 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                                     'allowed)',
                       'sort': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                               'Mismatched elements: 3917 / 8000 (49.0%); Greatest absolute difference: 7944 '
-                              'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)',
-                      'unique': 'fallback: CPU fallback: aten::_unique2',
-                      'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'},
+                              'at index (4299,); Greatest relative difference: 5398.0 at index (4385,)'},
  ('int64', 'fwd'): {'as_strided.partial_views': 'fail: sample 1: AssertionError: result: Tensor-likes are '
                                                 'not equal!; Mismatched elements: 4 / 4 (100.0%); Greatest '
                                                 'absolute difference: 13 at index (0, 0); Greatest relative '
                                                 'difference: inf at index (1, 1)',
-                    'bincount': 'fallback: CPU fallback: aten::bincount',
-                    'bitwise_left_shift': 'fallback: CPU fallback: aten::bitwise_left_shift.Tensor_out',
-                    'bitwise_right_shift': 'fallback: CPU fallback: aten::bitwise_right_shift.Tensor_out',
-                    'corrcoef': 'fallback: CPU fallback: aten::equal',
-                    'cov': 'fallback: CPU fallback: aten::equal',
-                    'equal': 'fallback: CPU fallback: aten::equal',
-                    'gcd': 'fallback: CPU fallback: aten::gcd.out',
                     'hash_tensor': 'fallback: CPU fallback: aten::hash_tensor.out',
                     'kthvalue': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                                 'Mismatched elements: 6 / 25 (24.0%); Greatest absolute difference: 3 at '
                                 'index (1, 0); Greatest relative difference: inf at index (0, 1)',
-                    'lcm': 'fallback: CPU fallback: aten::lcm.out',
-                    'logspace': 'fallback: CPU fallback: aten::logspace',
-                    'logspace.tensor_overload': 'fallback: CPU fallback: aten::logspace',
                     'nn.functional.avg_pool3d': 'fallback: CPU fallback: aten::avg_pool3d',
                     'topk': 'fail: sample 0: AssertionError: result[1]: Tensor-likes are not equal!; '
                             'Mismatched elements: 16 / 150 (10.7%); Greatest absolute difference: 4 at index '
-                            '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)',
-                    'tril_indices': 'fallback: CPU fallback: aten::tril_indices',
-                    'triu_indices': 'fallback: CPU fallback: aten::triu_indices',
-                    'unique': 'fallback: CPU fallback: aten::_unique2',
-                    'unique_consecutive': 'fallback: CPU fallback: aten::unique_consecutive'}}
+                            '(3, 8, 1); Greatest relative difference: inf at index (2, 4, 2)'}}

@@ -1,5 +1,6 @@
 """Reflection / replication padding and nearest / linear upsampling (1-D to
-3-D), forward and backward, against the CPU."""
+3-D), bicubic and anti-aliased 2-D upsampling, forward and backward, against
+the CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -39,6 +40,33 @@ CASES = [
     OpCase("bilinear2d_to_one", lambda x: up(x, size=(1, 3), mode="bilinear", align_corners=True), [[(1, 1, 4, 4)]],
            FLOAT, grad=True),
     OpCase("trilinear3d", lambda x: up(x, size=(3, 4, 2), mode="trilinear"), [[(1, 2, 2, 3, 3)]], FLOAT, grad=True),
+    OpCase("bicubic2d_x2", lambda x: up(x, scale_factor=2, mode="bicubic"), [[(1, 2, 3, 4)], [(2, 1, 5, 5)]], FLOATS,
+           grad=True),
+    OpCase("bicubic2d_align", lambda x: up(x, size=(7, 3), mode="bicubic", align_corners=True), [[(2, 2, 4, 5)]],
+           FLOATS, grad=True),
+    OpCase("bicubic2d_down", lambda x: up(x, size=(3, 2), mode="bicubic"), [[(1, 2, 9, 5)]], FLOAT, grad=True),
+    OpCase("bicubic2d_scale", lambda x: up(x, scale_factor=(1.7, 0.6), mode="bicubic"), [[(1, 1, 4, 6)]], FLOAT,
+           grad=True),
+    OpCase("bicubic2d_to_one", lambda x: up(x, size=(1, 3), mode="bicubic", align_corners=True), [[(1, 1, 4, 4)]],
+           FLOAT, grad=True),
+    OpCase("bicubic2d_one_pixel", lambda x: up(x, size=(3, 5), mode="bicubic"), [[(1, 2, 1, 1)]], FLOAT, grad=True),
+    OpCase("bicubic2d_empty", lambda x: up(x, size=(3, 5), mode="bicubic"), [[(0, 2, 4, 4)]], FLOAT),
+    OpCase("bilinear2d_aa_down", lambda x: up(x, size=(3, 5), mode="bilinear", antialias=True), [[(2, 2, 9, 8)]],
+           FLOAT + (torch.float64,), grad=True),
+    OpCase("bilinear2d_aa_up", lambda x: up(x, size=(7, 9), mode="bilinear", antialias=True), [[(1, 2, 3, 4)]],
+           FLOAT, grad=True),
+    OpCase("bilinear2d_aa_align", lambda x: up(x, size=(4, 3), mode="bilinear", antialias=True, align_corners=True),
+           [[(1, 1, 11, 7)]], FLOAT, grad=True),
+    OpCase("bilinear2d_aa_scale", lambda x: up(x, scale_factor=(0.3, 0.7), mode="bilinear", antialias=True),
+           [[(1, 1, 13, 10)]], FLOAT, grad=True),
+    OpCase("bicubic2d_aa_down", lambda x: up(x, size=(4, 3), mode="bicubic", antialias=True), [[(1, 2, 10, 9)]],
+           FLOAT, grad=True),
+    OpCase("bicubic2d_aa_up", lambda x: up(x, size=(6, 7), mode="bicubic", antialias=True), [[(1, 1, 3, 4)]],
+           FLOAT, grad=True),
+    OpCase("bilinear2d_aa_out", lambda x: torch._C._nn._upsample_bilinear2d_aa(x, [3, 2], False), [[(1, 2, 7, 5)]],
+           FLOAT, out=lambda x, out: torch._C._nn._upsample_bilinear2d_aa(x, [3, 2], False, out=out)),
+    OpCase("bicubic2d_out", lambda x: torch._C._nn.upsample_bicubic2d(x, [5, 3], False), [[(1, 2, 3, 4)]], FLOAT,
+           out=lambda x, out: torch._C._nn.upsample_bicubic2d(x, [5, 3], False, out=out)),
 ]
 
 
@@ -52,3 +80,5 @@ def test_resample(case, shapes, dtype):
 def test_resample_errors_like_cpu():
     same_error(lambda x: F.pad(x, (3, 0), mode="reflect"), torch.randn(1, 2, 3))
     same_error(lambda x: up(x, size=(2, 2), mode="bilinear"), torch.randn(1, 3, 4))
+    # The CPU has no half-precision anti-aliasing; tpu declines it the same way.
+    same_error(lambda x: up(x, size=(2, 2), mode="bilinear", antialias=True), torch.randn(1, 1, 4, 4).half())

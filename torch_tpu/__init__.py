@@ -52,6 +52,11 @@ from ._eager_mode import eager_mode, fused_stats, get_eager_mode, reset_fused_st
 
 _eager_mode.install()
 
+from . import _eager_decompositions  # noqa: E402
+from ._eager_decompositions import decomposed_ops, reset_decomposed_ops  # noqa: E402,F401
+
+_eager_decompositions.install()
+
 __version__ = "0.1.0"
 
 import sys as _sys  # noqa: E402

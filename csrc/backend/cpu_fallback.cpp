@@ -8,6 +8,8 @@
 #include <mutex>
 #include <set>
 
+#include "backend/eager_decomposition.h"
+
 namespace tt::backend {
 
 namespace {
@@ -26,8 +28,12 @@ std::string op_name(const c10::OperatorHandle& op) {
   return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
 }
 
+// Ops without a rule: PyTorch's decomposition on tpu when every op it needs
+// is native (eager_decomposition.h), else the CPU.
 void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  run_cpu_fallback(op, stack, "no lowering rule");
+  std::string why;
+  if (try_eager_decomposition(op, stack, &why)) return;
+  run_cpu_fallback(op, stack, why.empty() ? "no lowering rule" : "no lowering rule; " + why);
 }
 }  // namespace
 

@@ -13,6 +13,7 @@
 
 #include "backend/call_record.h"
 #include "backend/cpu_fallback.h"
+#include "backend/eager_decomposition.h"
 #include "backend/fused_cluster.h"
 #include "backend/generator.h"
 #include "backend/nonzero.h"
@@ -135,7 +136,8 @@ runtime::BufferPtr dense_buffer(const at::Tensor& t) {
 namespace {
 
 // Finds the call's cache entry, or lowers it (and, unless it is only to be
-// recorded, compiles it). Returns null when the call ran on the CPU instead.
+// recorded, compiles it). Returns null when the rule declined the call and it
+// ran as its decomposition or on the CPU instead.
 std::shared_ptr<Entry> find_or_build(const OpPlan& plan, const c10::OperatorHandle& op,
                                      c10::ArrayRef<c10::IValue> args, const CallState& st, const std::string& key,
                                      bool record_only, lowering::MatmulPrecision precision, torch::jit::Stack* stack) {
@@ -165,7 +167,10 @@ std::shared_ptr<Entry> find_or_build(const OpPlan& plan, const c10::OperatorHand
       entry = build_entry(plan, op, args, st);
     }
   } catch (const lowering::LoweringError& e) {
-    run_cpu_fallback(op, stack, std::string("lowering declined: ") + e.what());
+    // The rule declines these arguments: PyTorch's decomposition, else the CPU.
+    std::string why;
+    if (try_eager_decomposition(op, stack, &why)) return nullptr;
+    run_cpu_fallback(op, stack, std::string("lowering declined: ") + e.what() + (why.empty() ? "" : "; " + why));
     return nullptr;
   } catch (const lowering::InvalidArgument& e) {
     TORCH_CHECK(false, e.what());
@@ -221,7 +226,7 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   encode_call(schema, args, plan.rule->static_scalars, record, st, key);
 
   std::shared_ptr<Entry> entry = find_or_build(plan, op, args, st, key, record, precision, stack);
-  if (!entry) return;  // ran on the CPU
+  if (!entry) return;  // ran as its decomposition or on the CPU
   if (record) {
     fused::record(plan, stack, n, st, key, entry->meta, precision);
     return;

@@ -5,6 +5,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/cpu_fallback.h"
+#include "backend/eager_decomposition.h"
 #include "backend/executor.h"
 #include "backend/fused_cluster.h"
 #include "backend/generator.h"
@@ -156,6 +157,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_ops", &backend::reset_fallback_counts);
   m.def("_set_fallback_mode", &backend::set_fallback_mode);
   m.def("_fallback_mode", &backend::fallback_mode);
+  m.def("_set_eager_decomposition_handler", &backend::set_eager_decomposition_handler);
   m.def("_registered_ops", &backend::registered_ops);
   m.def("_rule_names", [] { return lowering::rule_names(false); });
   m.def("_graph_rule_names", [] { return lowering::rule_names(true); });

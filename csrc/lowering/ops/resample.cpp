@@ -1,5 +1,6 @@
 // Resampling along the trailing spatial dims: reflection / replication
-// padding and nearest / nearest-exact / (bi, tri)linear upsampling, 1-D to
+// padding and nearest / nearest-exact / (bi, tri)linear / bicubic upsampling
+// (the 2-D ones also anti-aliased), 1-D to
 // 3-D, with their backward ops. Every one of them maps each output position
 // to a weighted choice of input positions independently per dim, so each dim
 // is one product with an [out, in] matrix built from iotas (the backward is
@@ -92,6 +93,98 @@ Value linear_matrix(Builder& b, int64_t in, int64_t out, bool align_corners, con
   return b.convert(b.add(m0, m1), ct);
 }
 
+// PyTorch's cubic convolution weights (A = -0.75) for |x| <= 1 and 1 < |x| < 2.
+Value cubic_near(Builder& b, Value x, double A) {
+  auto k = [&](double v) { return full_like(b, x, v); };
+  return b.add(b.mul(b.mul(b.sub(b.mul(k(A + 2), x), k(A + 3)), x), x), k(1));
+}
+Value cubic_far(Builder& b, Value x, double A) {
+  auto k = [&](double v) { return full_like(b, x, v); };
+  return b.sub(b.mul(b.add(b.mul(b.sub(b.mul(k(A), x), k(5 * A)), x), k(8 * A)), x), k(4 * A));
+}
+
+// The [out, in] matrix of bicubic upsampling along one dim: output j reads
+// input floor(real) - 1 .. + 2 (clamped to the edges, so edge taps add up)
+// with the cubic convolution weights of t = real - floor(real); real is the
+// source index without clamping at 0 (area_pixel_compute_source_index, cubic).
+Value cubic_matrix(Builder& b, int64_t in, int64_t out, bool align_corners, const Arg* scale, DType ct) {
+  const double A = -0.75;
+  float s = source_scale(in, out, align_corners, scale);
+  Shape v{out};
+  Value j = b.convert(b.iota(Type{DType::S64, v}, 0), DType::F32);
+  Value sc = b.constant(s, DType::F32, v);
+  Value real = align_corners ? b.mul(sc, j)
+                             : b.sub(b.mul(sc, b.add(j, b.constant(0.5, DType::F32, v))), b.constant(0.5, DType::F32, v));
+  Value fl = b.unary("stablehlo.floor", real);
+  Value t = b.sub(real, fl);
+  Value i0 = b.convert(fl, DType::S64);
+  Value one = b.constant(1, DType::F32, v);
+  Value w[4] = {cubic_far(b, b.add(t, one), A), cubic_near(b, t, A), cubic_near(b, b.sub(one, t), A),
+                cubic_far(b, b.sub(b.add(one, one), t), A)};
+  Value m;
+  for (int k = 0; k < 4; ++k) {
+    Value idx = b.clamp(s64(b, 0, out), b.add(i0, s64(b, k - 1, out)), s64(b, in - 1, out));
+    Value term = b.mul(select_matrix(b, idx, in, DType::F32), b.broadcast_in_dim(w[k], {out, in}, {0}));
+    m = k == 0 ? term : b.add(m, term);
+  }
+  return b.convert(m, ct);
+}
+
+// x rounded half up to an integer (x + 0.5 truncated, for x >= -0.5), exact in
+// f32: floor(x) plus one when the fraction reaches one half.
+Value round_half_up(Builder& b, Value x) {
+  Value f = b.unary("stablehlo.floor", x);
+  Value up = b.compare(b.sub(x, f), full_like(b, x, 0.5), Cmp::GE);
+  return b.convert(b.add(f, b.convert(up, x.dtype())), DType::S64);
+}
+
+// The [out, in] matrix of anti-aliased (PIL-style) bilinear or bicubic
+// resampling along one dim, as PyTorch's CPU kernel computes its weights (in
+// the input's type, f32 or f64): output j averages the inputs within
+// `support` of center = scale * (j + 0.5) with the triangle filter (bilinear)
+// or the cubic one with a = -0.5 (bicubic), stretched by the scale when
+// downsampling, normalised to sum 1.
+Value antialias_matrix(Builder& b, int64_t in, int64_t out, bool align_corners, const Arg* scale, bool cubic,
+                       DType ct) {
+  const DType wt = ct == DType::F64 ? DType::F64 : DType::F32;
+  double s;
+  if (wt == DType::F64) {
+    if (align_corners) s = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    else if (scale && !scale->is_none() && scale->d > 0) s = 1.0 / scale->d;
+    else s = static_cast<double>(in) / static_cast<double>(out);
+  } else {
+    s = source_scale(in, out, align_corners, scale);
+  }
+  const double interp = cubic ? 4.0 : 2.0;
+  double support = s >= 1.0 ? interp * 0.5 * s : interp * 0.5;
+  if (wt == DType::F32) support = static_cast<float>(support);
+  const int64_t max_taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  const double invscale = s >= 1.0 ? 1.0 / s : 1.0;
+  Shape g{out, in};
+  auto k = [&](double v) { return b.constant(v, wt, g); };
+  auto i64 = [&](int64_t v) { return b.constant_int(v, DType::S64, g); };
+  Value j = b.convert(b.iota(Type{DType::S64, g}, 0), wt);
+  Value i = b.iota(Type{DType::S64, g}, 1);
+  Value center = b.mul(k(s), b.add(j, k(0.5)));
+  Value lo = b.max(round_half_up(b, b.sub(center, k(support))), i64(0));
+  Value hi = b.min(round_half_up(b, b.add(center, k(support))), i64(in));
+  Value taps = b.clamp(i64(0), b.sub(hi, lo), i64(max_taps));
+  Value inside = b.and_(b.compare(i, lo, Cmp::GE), b.compare(i, b.add(lo, taps), Cmp::LT));
+  Value x = b.abs(b.mul(b.add(b.sub(b.convert(i, wt), center), k(0.5)), k(invscale)));
+  Value w;
+  if (cubic) {
+    const double A = -0.5;
+    w = b.select(b.compare(x, k(1), Cmp::LT), cubic_near(b, x, A),
+                 b.select(b.compare(x, k(2), Cmp::LT), cubic_far(b, x, A), k(0)));
+  } else {
+    w = b.select(b.compare(x, k(1), Cmp::LT), b.sub(k(1), x), k(0));
+  }
+  w = b.select(inside, w, k(0));
+  Value total = b.broadcast_in_dim(reduce_sum(b, w, {1}), g, {0});
+  w = b.select(b.compare(total, k(0), Cmp::NE), b.div(w, total), w);
+  return b.convert(w, ct);
+}
+
 // Applies per-dim matrices over the trailing `mats.size()` dims.
 Value apply_all(Builder& b, Value x, const Values& mats, bool transpose) {
   int64_t k = static_cast<int64_t>(mats.size());
@@ -151,22 +244,30 @@ Values upsample_matrices(Builder& b, const Args& a, const std::string& op, const
   int64_t k = static_cast<int64_t>(out.size()), r = static_cast<int64_t>(in.size());
   bool exact = op.find("nearest_exact") != std::string::npos;
   bool linear = op.find("linear") != std::string::npos;
+  bool cubic = op.find("bicubic") != std::string::npos;
+  bool antialias = op.find("_aa") != std::string::npos;
   Values mats;
   for (int64_t i = 0; i < k; ++i) {
     int64_t n = in[r - k + i];
     const Arg* scale = first_scale + i < static_cast<int64_t>(a.size()) ? &a[first_scale + i] : nullptr;
-    if (linear) mats.push_back(linear_matrix(b, n, out[i], a[align].b, scale, ct));
+    if (antialias) mats.push_back(antialias_matrix(b, n, out[i], a[align].b, scale, cubic, ct));
+    else if (cubic) mats.push_back(cubic_matrix(b, n, out[i], a[align].b, scale, ct));
+    else if (linear) mats.push_back(linear_matrix(b, n, out[i], a[align].b, scale, ct));
     else mats.push_back(select_matrix(b, nearest_source(b, n, out[i], scale, exact), n, ct));
   }
   return mats;
 }
 
 // upsample_nearestNd / _upsample_nearest_exactNd(self, output_size, scales...)
-// upsample_linear1d / bilinear2d / trilinear3d(self, output_size, align_corners, scales...)
+// upsample_linear1d / bilinear2d / trilinear3d / bicubic2d and the anti-aliased
+// _upsample_bilinear2d_aa / _upsample_bicubic2d_aa(self, output_size, align_corners, scales...)
 Values upsample_rule(Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
-  bool linear = c.op.find("linear") != std::string::npos;
+  bool linear = c.op.find("linear") != std::string::npos || c.op.find("bicubic") != std::string::npos;
   if (linear && !hlo::is_float(x.dtype())) throw LoweringError(c.op + " of integers");
+  // PyTorch's CPU kernel computes anti-aliasing weights for f32 and f64 only.
+  if (c.op.find("_aa") != std::string::npos && x.dtype() != DType::F32 && x.dtype() != DType::F64)
+    throw LoweringError(c.op + " is implemented for float32 and float64 only");
   DType ct = resample_compute(x.dtype());
   if (x.type.numel() == 0 || c.out().numel() == 0) return {full(b, 0, x.dtype(), c.out().shape)};
   Values mats = upsample_matrices(b, a, c.op, x.shape(), a[1].ints, linear ? 3 : 2, linear ? 2 : -1, ct);
@@ -176,7 +277,7 @@ Values upsample_rule(Builder& b, const Args& a, const Context& c) {
 // ..._backward(grad_output, output_size, input_size, [align_corners,] scales...)
 Values upsample_backward_rule(Builder& b, const Args& a, const Context& c) {
   Value g = a[0].value();
-  bool linear = c.op.find("linear") != std::string::npos;
+  bool linear = c.op.find("linear") != std::string::npos || c.op.find("bicubic") != std::string::npos;
   DType ct = resample_compute(g.dtype());
   const Shape& in = a[2].ints;
   if (g.type.numel() == 0 || numel(in) == 0) return {full(b, 0, g.dtype(), in)};
@@ -186,12 +287,14 @@ Values upsample_backward_rule(Builder& b, const Args& a, const Context& c) {
 
 TT_RULE({"aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
          "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d", "aten::_upsample_nearest_exact3d",
-         "aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d"}, upsample_rule);
+         "aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d",
+         "aten::upsample_bicubic2d", "aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa"}, upsample_rule);
 TT_RULE({"aten::upsample_nearest1d_backward", "aten::upsample_nearest2d_backward",
          "aten::upsample_nearest3d_backward", "aten::_upsample_nearest_exact1d_backward",
          "aten::_upsample_nearest_exact2d_backward", "aten::_upsample_nearest_exact3d_backward",
          "aten::upsample_linear1d_backward", "aten::upsample_bilinear2d_backward",
-         "aten::upsample_trilinear3d_backward"}, upsample_backward_rule);
+         "aten::upsample_trilinear3d_backward", "aten::upsample_bicubic2d_backward",
+         "aten::_upsample_bilinear2d_aa_backward", "aten::_upsample_bicubic2d_aa_backward"}, upsample_backward_rule);
 
 }  // namespace
 }  // namespace tt::lowering
