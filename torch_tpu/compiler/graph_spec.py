@@ -46,8 +46,11 @@ def graph_rules():
 
 
 # Overloads that are another op under another name, with the same schema.
-# (true_divide reaches graphs with symbolic sizes, after decomposition.)
-_SAME_AS = {"aten::true_divide.Tensor": "aten::div.Tensor", "aten::true_divide.Scalar": "aten::div.Scalar"}
+# (true_divide reaches graphs with symbolic sizes, after decomposition;
+# logcumsumexp and cholesky_solve are eager's CompositeExplicitAutograd
+# wrappers of the other, whose rule broadcasts batch dims to the result type.)
+_SAME_AS = {"aten::true_divide.Tensor": "aten::div.Tensor", "aten::true_divide.Scalar": "aten::div.Scalar",
+            "aten::logcumsumexp": "aten::_logcumsumexp", "aten::cholesky_solve": "aten::_cholesky_solve_helper"}
 
 
 def op_name(target):

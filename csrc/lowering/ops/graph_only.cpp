@@ -220,6 +220,19 @@ TT_GRAPH_RULE({"aten::_to_copy", "prims::convert_element_type"}, [](Builder& b, 
   return Values{b.convert(a[0].value(), c.out().dtype)};
 });
 
+// ---- prims that Dynamo itself emits ----------------------------------------------
+
+// prims::fma(a, b, c) = a * b + c, rounded once (half types compute in f32):
+// what Dynamo makes of addcmul_ / addcdiv_ with a value and add_ with a
+// tensor alpha.
+TT_GRAPH_RULE({"prims::fma"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  Value x = cast_to(b, a[0].value(), ct, out.shape), y = cast_to(b, a[1].value(), ct, out.shape);
+  Value z = cast_to(b, a[2].value(), ct, out.shape);
+  return Values{b.convert(b.add(b.mul(x, y), z), out.dtype)};
+});
+
 // ---- ops whose eager form is the *_overrideable op -----------------------------
 
 TT_GRAPH_RULE({"aten::convolution"}, [](Builder& b, const Args& a, const Context& c) {
