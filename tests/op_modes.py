@@ -64,8 +64,8 @@ class Mode:
         assert not grown, f"{self.name}: a second identical call compiled again: {grown}"
 
     def assert_compiled(self, ops):
-        """The ATen ops `ops` were compiled into a graph program in this mode
-        (only compiled graphs use the graph-only rules)."""
+        """The ATen ops `ops` were compiled into a graph program (checked in
+        compile mode; eager modes never use graph-only rules)."""
 
 
 class CompileMode(Mode):
@@ -114,6 +114,8 @@ def running(mode):
             yield Mode("fused")
     elif mode == "compile":
         import torch._dynamo
+        import torch_tpu.compiler
+        torch_tpu.compiler.register()
         torch._dynamo.reset()
         cfg = torch._dynamo.config
         with cfg.patch(recompile_limit=_RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True):

@@ -1,9 +1,24 @@
 """Table-driven op tests: each row runs on the CPU and on tpu and compares.
 
 A row is an OpCase. For every dtype and every input-shape set of a row, the
-harness checks: contiguous inputs, non-contiguous inputs (the same values
-through a transposed or strided view), the in-place variant when given, and
-the out= variant when given. Gradients are compared when `grad` is set.
+harness checks in strict eager: contiguous inputs, non-contiguous inputs (the
+same values through a transposed or strided view), the in-place variant when
+given, and the out= variant when given. Gradients are compared when `grad` is
+set. A second identical call must compile nothing (see op_modes.py).
+
+Every row also runs in the other two modes (op_modes.MODES), over a fixed
+sample: its first dtype and its first shape set.
+- fused: the same checks inside torch_tpu.eager_mode("fused");
+- compile: row.fn, row.inplace and row.out each through
+  torch.compile(backend="tpu", dynamic=False), on contiguous inputs (Dynamo
+  specialises on strides, so non-contiguous inputs are the same graph code
+  under another guard); a row with gradients compares the forward result
+  and the gradients from one compiled run. Every Dynamo graph must become
+  one program (none may run op by op).
+Test ids end in -fused / -compile for those. A row that cannot run in a
+mode says why in `skip_modes` ({mode: reason}); its test is reported as
+skipped with that reason. `graph_ops` names ATen ops the compiled run must
+have compiled (rows for the graph-only rules).
 """
 import dataclasses
 from dataclasses import dataclass, field
@@ -118,13 +133,17 @@ def run_case(case, shapes, dtype):
     """Every check of one (row, dtype, shapes) in the mode `case.mode`."""
     xs = _inputs(case, shapes, dtype)
     expected = case.fn(*xs)
+    grad = case.grad and dtype.is_floating_point
     with op_modes.running(case.mode) as mode:
-        _check_forward(case, mode, xs, expected, dtype)
+        # Compiled: the gradient run compares the forward result too (one
+        # Dynamo trace instead of two).
+        if not (grad and mode.name == "compile"):
+            _check_forward(case, mode, xs, expected, dtype)
         if case.inplace:
             _check_inplace(case, mode, xs, dtype)
         if case.out and isinstance(expected, torch.Tensor):
             _check_out(case, mode, xs, expected, dtype)
-        if case.grad and dtype.is_floating_point:
+        if grad:
             check_grad(case, xs, dtype, mode)
         mode.assert_compiled(case.graph_ops)
 
@@ -134,7 +153,7 @@ def _check_forward(case, mode, xs, expected, dtype):
     dev = mode.settle(_to_tpu(xs))
     assert_close(fn(*dev), expected, dtype, case.rtol, case.atol)
     mode.assert_repeat_compiles_nothing(lambda: fn(*dev))
-    if case.noncontiguous:
+    if case.noncontiguous and mode.name != "compile":
         assert_close(fn(*_to_tpu(xs, noncontig=True)), expected, dtype, case.rtol, case.atol)
 
 
@@ -171,18 +190,19 @@ def check_grad(case, xs, dtype, mode=None):
 
     def forward_backward(args, g):
         out = fn(*args)
-        out = out[0] if isinstance(out, (tuple, list)) else out
-        out.backward(g)
-        return [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        first = out[0] if isinstance(out, (tuple, list)) else out
+        first.backward(g)
+        return out, [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
 
     cpu = leaves("cpu")
     out_c = case.fn(*cpu)
-    out_c = out_c[0] if isinstance(out_c, (tuple, list)) else out_c
-    g = make_tensor(out_c.shape, out_c.dtype, -1, 1, seed=99)
-    out_c.backward(g)
+    first = out_c[0] if isinstance(out_c, (tuple, list)) else out_c
+    g = make_tensor(first.shape, first.dtype, -1, 1, seed=99)
+    first.backward(g)
     g_dev = mode.settle([g.to("tpu")])[0]
     dev = mode.settle(leaves("tpu"))
-    grads = forward_backward(dev, g_dev)
+    out_d, grads = forward_backward(dev, g_dev)
+    assert_close(out_d, out_c, dtype, case.rtol, case.atol)
     for c, d in zip([c for c in cpu if isinstance(c, torch.Tensor) and c.requires_grad], grads):
         assert d is not None, "no gradient reached the tpu input"
         assert_close(d, c.grad, dtype, case.rtol, case.atol)
