@@ -114,8 +114,8 @@ def running(mode):
             yield Mode("fused")
     elif mode == "compile":
         import torch._dynamo
-        import torch_tpu.compiler
-        torch_tpu.compiler.register()
+        from torch_tpu.compiler import register
+        register()
         torch._dynamo.reset()
         cfg = torch._dynamo.config
         with cfg.patch(recompile_limit=_RECOMPILE_LIMIT, fail_on_recompile_limit_hit=True):

@@ -212,13 +212,13 @@ def check_grad(case, xs, dtype, mode=None):
 
 def parametrize(cases):
     """pytest parameters (case, shapes, dtype) for a table of OpCases: every
-    dtype and shape set in strict eager, and the sample (see SAMPLED_MODES)
+    dtype and shape set in strict eager, and the sample (module docstring)
     in the other modes."""
     params = []
     for case in cases:
+        bad = [m for m in case.skip_modes if m not in op_modes.MODES]
+        assert not bad, f"{case.name}: skip_modes names unknown modes {bad}"
         for mode in op_modes.MODES:
-            bad = [m for m in case.skip_modes if m not in op_modes.MODES]
-            assert not bad, f"{case.name}: skip_modes names unknown modes {bad}"
             variant = case if mode == "strict" else dataclasses.replace(case, mode=mode)
             dtypes = case.dtypes if mode == "strict" else case.dtypes[:1]
             shape_sets = case.shapes if mode == "strict" else case.shapes[:1]
