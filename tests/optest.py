@@ -1,15 +1,33 @@
 """Table-driven op tests: each row runs on the CPU and on tpu and compares.
 
 A row is an OpCase. For every dtype and every input-shape set of a row, the
-harness checks: contiguous inputs, non-contiguous inputs (the same values
-through a transposed or strided view), the in-place variant when given, and
-the out= variant when given. Gradients are compared when `grad` is set.
+harness checks in strict eager: contiguous inputs, non-contiguous inputs (the
+same values through a transposed or strided view), the in-place variant when
+given, and the out= variant when given. Gradients are compared when `grad` is
+set. A second identical call must compile nothing (see op_modes.py).
+
+Every row also runs in the other two modes (op_modes.MODES), over a fixed
+sample: its first dtype and its first shape set.
+- fused: the same checks inside torch_tpu.eager_mode("fused");
+- compile: row.fn, row.inplace and row.out each through
+  torch.compile(backend="tpu", dynamic=False), on contiguous inputs (Dynamo
+  specialises on strides, so non-contiguous inputs are the same graph code
+  under another guard); a row with gradients compares the forward result
+  and the gradients from one compiled run. Every Dynamo graph must become
+  one program (none may run op by op).
+Test ids end in -fused / -compile for those. A row that cannot run in a
+mode says why in `skip_modes` ({mode: reason}); its test is reported as
+skipped with that reason. `graph_ops` names ATen ops the compiled run must
+have compiled (rows for the graph-only rules).
 """
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import pytest
 import torch
+
+import op_modes
 
 FLOAT = (torch.float32,)
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
@@ -41,6 +59,14 @@ class OpCase:
     atol: Optional[float] = None
     make: Optional[Callable] = None     # make(shape, dtype, index) -> CPU tensor
     noncontiguous: bool = True
+    # {mode: why this row cannot run in it}: the row's tests in that mode are
+    # reported as skipped with the reason.
+    skip_modes: Mapping[str, str] = field(default_factory=dict)
+    # ATen ops (e.g. "aten::view_copy") that the compiled-mode run must have
+    # compiled into a program: rows for rules that only graphs use.
+    graph_ops: Sequence[str] = ()
+    # The mode this instance runs in; set by parametrize(), not by rows.
+    mode: str = "strict"
 
     def __str__(self):
         return self.name
@@ -104,57 +130,105 @@ def _to_tpu(xs, noncontig=False):
 
 
 def run_case(case, shapes, dtype):
+    """Every check of one (row, dtype, shapes) in the mode `case.mode`."""
     xs = _inputs(case, shapes, dtype)
     expected = case.fn(*xs)
-    assert_close(case.fn(*_to_tpu(xs)), expected, dtype, case.rtol, case.atol)
-    if case.noncontiguous:
-        assert_close(case.fn(*_to_tpu(xs, noncontig=True)), expected, dtype, case.rtol, case.atol)
-    if case.inplace:
-        cpu = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
-        try:
-            case.inplace(*cpu)
-        except RuntimeError:
-            cpu = None  # in-place not valid for these dtypes/shapes on the CPU either
-        if cpu is not None:
-            dev = _to_tpu(xs)
-            ret = case.inplace(*dev)
-            assert ret is dev[0], "in-place op must return its first argument"
-            assert_close(dev[0], cpu[0], dtype, case.rtol, case.atol)
-    if case.out:
-        exp = expected if isinstance(expected, torch.Tensor) else None
-        if exp is not None:
-            out = torch.empty(0, dtype=exp.dtype, device="tpu")
-            case.out(*_to_tpu(xs), out=out)
-            assert_close(out, exp, dtype, case.rtol, case.atol)
-    if case.grad and dtype.is_floating_point:
-        check_grad(case, xs, dtype)
+    grad = case.grad and dtype.is_floating_point
+    with op_modes.running(case.mode) as mode:
+        # Compiled: the gradient run compares the forward result too (one
+        # Dynamo trace instead of two).
+        if not (grad and mode.name == "compile"):
+            _check_forward(case, mode, xs, expected, dtype)
+        if case.inplace:
+            _check_inplace(case, mode, xs, dtype)
+        if case.out and isinstance(expected, torch.Tensor):
+            _check_out(case, mode, xs, expected, dtype)
+        if grad:
+            check_grad(case, xs, dtype, mode)
+        mode.assert_compiled(case.graph_ops)
 
 
-def check_grad(case, xs, dtype):
-    cpu = [x.detach().clone().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
-           for x in xs]
-    dev = [x.detach().to("tpu").requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
-           for x in xs]
-    out_c, out_d = case.fn(*cpu), case.fn(*dev)
-    if isinstance(out_c, (tuple, list)):
-        out_c, out_d = out_c[0], out_d[0]
-    g = make_tensor(out_c.shape, out_c.dtype, -1, 1, seed=99)
-    out_c.backward(g)
-    out_d.backward(g.to("tpu"))
-    for c, d in zip(cpu, dev):
-        if isinstance(c, torch.Tensor) and c.requires_grad:
-            assert d.grad is not None, "no gradient reached the tpu input"
-            assert_close(d.grad, c.grad, dtype, case.rtol, case.atol)
+def _check_forward(case, mode, xs, expected, dtype):
+    fn = mode.wrap(case.fn)
+    dev = mode.settle(_to_tpu(xs))
+    assert_close(fn(*dev), expected, dtype, case.rtol, case.atol)
+    mode.assert_repeat_compiles_nothing(lambda: fn(*dev))
+    if case.noncontiguous and mode.name != "compile":
+        assert_close(fn(*_to_tpu(xs, noncontig=True)), expected, dtype, case.rtol, case.atol)
+
+
+def _check_inplace(case, mode, xs, dtype):
+    cpu = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+    try:
+        case.inplace(*cpu)
+    except RuntimeError:
+        return  # in-place not valid for these dtypes/shapes on the CPU either
+    fn = mode.wrap(case.inplace)
+    dev = mode.settle(_to_tpu(xs))
+    ret = fn(*dev)
+    assert ret is dev[0], "in-place op must return its first argument"
+    assert_close(dev[0], cpu[0], dtype, case.rtol, case.atol)
+
+
+def _check_out(case, mode, xs, expected, dtype):
+    # Eager modes start from an empty out= tensor (the op resizes it); a
+    # compiled graph gets one of the result's shape, as compiled code does.
+    shape = expected.shape if mode.name == "compile" else (0,)
+    out = torch.empty(shape, dtype=expected.dtype, device="tpu")
+    fn = mode.wrap(case.out)
+    fn(*mode.settle(_to_tpu(xs)), out=out)
+    assert_close(out, expected, dtype, case.rtol, case.atol)
+
+
+def check_grad(case, xs, dtype, mode=None):
+    mode = mode or op_modes.Mode("strict")
+    fn = mode.wrap(case.fn)
+
+    def leaves(device):
+        return [x.detach().to(device).requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
+                for x in xs]
+
+    def forward_backward(args, g):
+        out = fn(*args)
+        first = out[0] if isinstance(out, (tuple, list)) else out
+        first.backward(g)
+        return out, [a.grad for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+
+    cpu = leaves("cpu")
+    out_c = case.fn(*cpu)
+    first = out_c[0] if isinstance(out_c, (tuple, list)) else out_c
+    g = make_tensor(first.shape, first.dtype, -1, 1, seed=99)
+    first.backward(g)
+    g_dev = mode.settle([g.to("tpu")])[0]
+    dev = mode.settle(leaves("tpu"))
+    out_d, grads = forward_backward(dev, g_dev)
+    assert_close(out_d, out_c, dtype, case.rtol, case.atol)
+    for c, d in zip([c for c in cpu if isinstance(c, torch.Tensor) and c.requires_grad], grads):
+        assert d is not None, "no gradient reached the tpu input"
+        assert_close(d, c.grad, dtype, case.rtol, case.atol)
+    again = mode.settle(leaves("tpu"))
+    mode.assert_repeat_compiles_nothing(lambda: forward_backward(again, g_dev))
 
 
 def parametrize(cases):
-    """pytest parameters (case, shapes, dtype) for a table of OpCases."""
+    """pytest parameters (case, shapes, dtype) for a table of OpCases: every
+    dtype and shape set in strict eager, and the sample (module docstring)
+    in the other modes."""
     params = []
     for case in cases:
-        for dtype in case.dtypes:
-            for shapes in case.shapes:
-                sid = "x".join("-".join(map(str, s)) or "scalar" for s in shapes) or "noargs"
-                params.append(pytest.param(case, shapes, dtype, id=f"{case.name}-{str(dtype)[6:]}-{sid}"))
+        bad = [m for m in case.skip_modes if m not in op_modes.MODES]
+        assert not bad, f"{case.name}: skip_modes names unknown modes {bad}"
+        for mode in op_modes.MODES:
+            variant = case if mode == "strict" else dataclasses.replace(case, mode=mode)
+            dtypes = case.dtypes if mode == "strict" else case.dtypes[:1]
+            shape_sets = case.shapes if mode == "strict" else case.shapes[:1]
+            marks = [pytest.mark.skip(reason=f"{mode}: {case.skip_modes[mode]}")] if mode in case.skip_modes else []
+            for dtype in dtypes:
+                for shapes in shape_sets:
+                    sid = "x".join("-".join(map(str, s)) or "scalar" for s in shapes) or "noargs"
+                    suffix = "" if mode == "strict" else f"-{mode}"
+                    params.append(pytest.param(variant, shapes, dtype, marks=marks,
+                                               id=f"{case.name}-{str(dtype)[6:]}-{sid}{suffix}"))
     return pytest.mark.parametrize("case,shapes,dtype", params)
 
 

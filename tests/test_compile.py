@@ -248,3 +248,15 @@ def test_bad_input_raises_like_eager():
     fn = torch.compile(lambda a, b: a @ b, backend="tpu")
     with pytest.raises(RuntimeError):
         fn(torch.randn(2, 3, device="tpu"), torch.randn(4, 5, device="tpu"))
+
+
+def test_linalg_error_checks_run_after_the_program():
+    """linalg.inv's singular-input check is an effectful op in the graph
+    (with_effects); the graph still becomes one program, and the check runs
+    after it and raises as in eager mode."""
+    fn = torch.compile(lambda a: torch.linalg.inv(a) * 2, backend="tpu")
+    x = torch.randn(3, 3) + 3 * torch.eye(3)
+    torch.testing.assert_close(fn(x.to("tpu")).cpu(), torch.linalg.inv(x) * 2)
+    assert not torch_tpu.compile_stats()["eager_graphs"]
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        fn(torch.zeros(3, 3, device="tpu"))

@@ -32,6 +32,8 @@ def tpu_backend(gm, example_inputs, **kwargs):
     """A Dynamo backend: pass to torch.compile as backend="tpu" (or this function)."""
     from torch._dynamo.backends.common import aot_autograd
     from .decompositions import tpu_decompositions
+    from .tracing_overrides import install
+    install()
     aot = aot_autograd(
         fw_compiler=_compiler("forward"),
         bw_compiler=_compiler("backward"),

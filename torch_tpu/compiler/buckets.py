@@ -199,6 +199,8 @@ class PaddedGraphSpec(GraphSpec):
         self._exprs = {}                    # value id -> shape exprs
         self._input_vids = []               # in the order of self.inputs
         super().__init__(gm, padded_args)
+        if self.effects:
+            raise Unsupported(f"{self.effects[0][0]} runs after the program on real-sized values")
         self._renumber()
 
     def _renumber(self):

@@ -62,6 +62,7 @@ class CompiledGraph:
         inputs = [args[s] if isinstance(s, int) else s[1] for s in spec.input_slots]
         args.clear()  # boxed convention: let the inputs die early
         results = exe(inputs)
+        spec.run_effects(results)
         return [results[p[1]] if p[0] == "t" else p[1] for p in spec.output_plan]
 
     def _call_bucketed(self, args):
@@ -81,8 +82,8 @@ class CompiledGraph:
                 stats.record_bucket_fallback(self.name, reason)
                 self.plan = None
                 return None
-            stats.record_compile(self.name, time.perf_counter() - t0, prog.exe.compile_seconds, len(prog.spec.nodes),
-                                 bucketed=True)
+            stats.record_compile(self.name, time.perf_counter() - t0, prog.exe.compile_seconds,
+                                 [n[0] for n in prog.spec.nodes], bucketed=True)
             self.bucketed[key] = prog
         try:
             return prog.run(args, real)
@@ -101,7 +102,7 @@ class CompiledGraph:
             stats.record_eager(self.name, str(e))
             self.programs[sig] = None
             return None
-        stats.record_compile(self.name, time.perf_counter() - t0, exe.compile_seconds, len(spec.nodes))
+        stats.record_compile(self.name, time.perf_counter() - t0, exe.compile_seconds, [n[0] for n in spec.nodes])
         self.programs[sig] = (exe, spec)
         return self.programs[sig]
 

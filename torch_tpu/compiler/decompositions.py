@@ -1,6 +1,7 @@
 """The decompositions AOTAutograd applies while tracing for tpu: PyTorch's own
 decompositions, for exactly the ops that have no tpu lowering rule (an op with
-a rule stays whole: one rule is better than its pieces), plus a generic
+a rule stays whole: one rule is better than its pieces, and so do in-place
+and out= forms of such an op), plus a generic
 expansion of the _foreach_* ops into their per-tensor op."""
 import functools
 
@@ -94,6 +95,35 @@ def _randint_like_low(x, low, high, **kw):
     return aten.random(aten.empty_like(x, **_factory_kwargs(kw)), low, high)
 
 
+def _linalg_pinv(x, atol=None, rtol=None, hermitian=False):
+    """ATen's pseudo-inverse (whose kernel is C++, so PyTorch has no
+    decomposition): singular values (eigenvalue magnitudes when hermitian)
+    at most max(atol, rtol * the largest) count as zero; rtol defaults to
+    eps * max(m, n), or to 0 where an atol > 0 is given."""
+    m, n = x.shape[-2:]
+    if min(m, n) == 0:
+        return x.new_zeros(x.shape[:-2] + (n, m))
+    f64 = {"dtype": torch.float64, "device": x.device}
+    default_rtol = torch.full((), torch.finfo(x.dtype).eps * max(m, n), **f64)
+    if rtol is None:
+        rtol = default_rtol if atol is None else torch.where(atol > 0, torch.zeros((), **f64), default_rtol)
+    if atol is None:
+        atol = torch.zeros((), **f64)
+    if hermitian:
+        s, u = torch.linalg.eigh(x)
+        size = s.abs()
+        tol = torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * size.amax(-1, keepdim=True))
+        s_inv = torch.where(size > tol, s.reciprocal(), 0).to(x.dtype)
+        return (u * s_inv.unsqueeze(-2)) @ u.mH
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    tol = torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * s[..., :1])  # s is sorted, largest first
+    s_inv = torch.where(s > tol, s.reciprocal(), 0).to(x.dtype)
+    return (vh.mH * s_inv.unsqueeze(-2)) @ u.mH
+
+
+# Ops with a C++ kernel and no PyTorch decomposition.
+_OWN = {aten.linalg_pinv.atol_rtol_tensor: _linalg_pinv}
+
 _RANDOM_FACTORIES = {
     aten.rand.default: _rand, aten.rand.generator: _rand, aten.rand_like.default: _rand_like,
     aten.randn.default: _randn, aten.randn.generator: _randn, aten.randn_like.default: _randn_like,
@@ -103,13 +133,30 @@ _RANDOM_FACTORIES = {
 }
 
 
+def _functional_form(name):
+    """'aten::add.Tensor' for 'aten::add_.Tensor', 'aten::addcmul' for
+    'aten::addcmul_' and 'aten::addcmul.out'; None for other ops."""
+    base, _, overload = name.partition(".")
+    if overload == "out":
+        return base
+    if base.endswith("_") and not base.endswith("__"):
+        return base[:-1] + (f".{overload}" if overload else "")
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def tpu_decompositions():
     rules = graph_rules()
     table = dict(_RANDOM_FACTORIES)
+    table.update({op: fn for op, fn in _OWN.items() if op_name(op) not in rules})
     for source in (core_aten_decompositions(), decomposition_table):
         for op, fn in source.items():
-            if isinstance(op, torch._ops.OpOverload) and op_name(op) not in rules and op not in table:
+            if not isinstance(op, torch._ops.OpOverload) or op in table:
+                continue
+            name = op_name(op)
+            # An in-place or out= form whose functional op has a rule is left
+            # to functionalization, which turns it into that op and a copy.
+            if name not in rules and _functional_form(name) not in rules:
                 table[op] = fn
     for name in dir(aten):
         if not name.startswith("_foreach_"):

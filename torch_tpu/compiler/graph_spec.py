@@ -17,6 +17,13 @@ class Unsupported(Exception):
     """This graph cannot become one program; the message says why."""
 
 
+class Result:
+    """Program output number `index`, as an argument of an effectful op."""
+
+    def __init__(self, index):
+        self.index = index
+
+
 # c10::ScalarType / Layout / MemoryFormat numbers (what eager kernels receive
 # for these arguments).
 _SCALAR_TYPE_CODE = {
@@ -39,8 +46,11 @@ def graph_rules():
 
 
 # Overloads that are another op under another name, with the same schema.
-# (true_divide reaches graphs with symbolic sizes, after decomposition.)
-_SAME_AS = {"aten::true_divide.Tensor": "aten::div.Tensor", "aten::true_divide.Scalar": "aten::div.Scalar"}
+# (true_divide reaches graphs with symbolic sizes, after decomposition;
+# logcumsumexp and cholesky_solve are eager's CompositeExplicitAutograd
+# wrappers of the other, whose rule broadcasts batch dims to the result type.)
+_SAME_AS = {"aten::true_divide.Tensor": "aten::div.Tensor", "aten::true_divide.Scalar": "aten::div.Scalar",
+            "aten::logcumsumexp": "aten::_logcumsumexp", "aten::cholesky_solve": "aten::_cholesky_solve_helper"}
 
 
 def op_name(target):
@@ -93,6 +103,7 @@ class GraphSpec:
         self.nodes = []
         self.outputs = []       # program output value ids
         self.output_plan = []   # per graph output: ("t", k) or ("c", python value)
+        self.effects = []       # (op, args, kwargs) to call after the program; Result(k) = output k
         self._next_id = 0
         self._build(gm, args)
 
@@ -150,6 +161,9 @@ class GraphSpec:
 
     def _call(self, node, ids, vals):
         target = node.target
+        if target is torch.ops.higher_order.with_effects:
+            self._effect(node, ids, vals)
+            return
         if target is operator.getitem:
             seq, idx = node.args
             vals[node] = vals[seq][idx]
@@ -197,6 +211,42 @@ class GraphSpec:
             ids[node] = out_ids
         else:
             ids[node] = out_ids[0]
+
+    def _effect(self, node, ids, vals):
+        """with_effects(token, op, *args): an op AOTAutograd keeps in order
+        with an effect token (at runtime the token is None). Ops without
+        results (_linalg_check_errors: a check that raises on bad input)
+        run eagerly after the program, on the program's outputs, so they
+        raise as in eager mode; the token stays None."""
+        _, op, *args = node.args
+        if not isinstance(op, torch._ops.OpOverload) or op._schema.returns:
+            raise Unsupported(f"with_effects of {op}: only ops without results run after the program")
+
+        def template(v):
+            if isinstance(v, Node):
+                if isinstance(ids.get(v), int):
+                    self.outputs.append(ids[v])
+                    return Result(len(self.outputs) - 1)
+                return vals[v]
+            if isinstance(v, (list, tuple)):
+                return type(v)(template(x) for x in v)
+            return v
+
+        self.effects.append((op, template(args), {k: template(v) for k, v in node.kwargs.items()}))
+        vals[node] = (None,)
+        ids[node] = [None]
+
+    def run_effects(self, results):
+        """Calls the effectful ops on the program's `results`."""
+        def real(v):
+            if isinstance(v, Result):
+                return results[v.index]
+            if isinstance(v, (list, tuple)):
+                return type(v)(real(x) for x in v)
+            return v
+
+        for op, args, kwargs in self.effects:
+            op(*real(args), **{k: real(v) for k, v in kwargs.items()})
 
     def _result_from_fake(self, node, err):
         fake = node.meta.get("val")

@@ -9,7 +9,7 @@ _stats = {}
 def _reset():
     _stats.clear()
     _stats.update(graphs=0, compiles=0, recompiles=0, compile_seconds=0.0, xla_compile_seconds=0.0,
-                  ops_compiled=0, eager_graphs={}, bucketed_compiles=0, bucket_fallbacks={})
+                  ops_compiled=0, op_counts={}, eager_graphs={}, bucketed_compiles=0, bucket_fallbacks={})
 
 
 _reset()
@@ -20,13 +20,16 @@ def record_graph(name, gm):
         _stats["graphs"] += 1
 
 
-def record_compile(name, seconds, xla_seconds, n_ops, bucketed=False):
+def record_compile(name, seconds, xla_seconds, ops, bucketed=False):
+    """`ops`: the ATen op name of every node the program was built from."""
     with _lock:
+        for op in ops:
+            _stats["op_counts"][op] = _stats["op_counts"].get(op, 0) + 1
         _stats["compiles"] += 1
         _stats["bucketed_compiles"] += bucketed
         _stats["compile_seconds"] += seconds
         _stats["xla_compile_seconds"] += xla_seconds
-        _stats["ops_compiled"] += n_ops
+        _stats["ops_compiled"] += len(ops)
 
 
 def record_recompile(name):
@@ -57,12 +60,14 @@ def compile_stats():
     """A copy of the counters: graphs (FX graphs handed to the backend),
     compiles (programs built), recompiles (a graph compiled again for new
     input shapes), compile_seconds (lowering + XLA), xla_compile_seconds,
-    ops_compiled, eager_graphs ({graph: reason} for graphs that could not
-    become one program and run op by op instead), bucketed_compiles (programs
+    ops_compiled, op_counts ({ATen op: nodes compiled into programs}),
+    eager_graphs ({graph: reason} for graphs that could not become one
+    program and run op by op instead), bucketed_compiles (programs
     built for a shape bucket, serving a range of sizes) and bucket_fallbacks
     ({graph: reason} for symbolic-size graphs compiled per exact shape)."""
     with _lock:
         s = dict(_stats)
+        s["op_counts"] = dict(_stats["op_counts"])
         s["eager_graphs"] = dict(_stats["eager_graphs"])
         s["bucket_fallbacks"] = dict(_stats["bucket_fallbacks"])
         return s

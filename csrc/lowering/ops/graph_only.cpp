@@ -13,7 +13,7 @@ namespace {
 TT_GRAPH_RULE({"aten::view", "aten::_unsafe_view", "aten::view_copy", "aten::_reshape_alias",
                "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims", "aten::unsqueeze", "aten::alias",
                "aten::detach", "aten::lift_fresh_copy", "aten::lift_fresh", "aten::lift", "aten::contiguous",
-               "aten::_unsafe_view_copy", "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::alias_copy",
+               "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::alias_copy",
                "aten::detach_copy"},
               [](Builder& b, const Args& a, const Context& c) {
                 return Values{b.reshape(a[0].value(), c.out().shape)};
@@ -160,6 +160,39 @@ TT_GRAPH_RULE({"aten::select_scatter"}, [](Builder& b, const Args& a, const Cont
   return Values{b.dynamic_update_slice(x, src, starts)};
 });
 
+// diagonal_scatter(self, src, offset, dim1, dim2): src's last dim runs along
+// the (i, i + offset) diagonal of (dim1, dim2), its other dims are self's
+// others in order (the layout diagonal() returns).
+TT_GRAPH_RULE({"aten::diagonal_scatter"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), src = b.convert(a[1].value(), c.out().dtype);
+  int64_t off = a[2].i, d1 = wrap_dim(a[3].i, x.rank()), d2 = wrap_dim(a[4].i, x.rank());
+  int64_t len = src.shape().back();
+  if (len == 0) return Values{x};
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (i != d1 && i != d2) perm.push_back(i);
+  perm.push_back(d1);
+  perm.push_back(d2);
+  Value t = b.transpose(x, perm);
+  Shape ts = t.shape();
+  int64_t r = t.rank(), r0 = std::max<int64_t>(-off, 0);
+  // src[..., k] belongs to row r0 + k: pad the diagonal dim out to the rows,
+  // then repeat it along the columns and keep it where column = row + offset.
+  std::vector<int64_t> lo(src.rank(), 0), hi(src.rank(), 0), interior(src.rank(), 0);
+  lo.back() = r0;
+  hi.back() = ts[r - 2] - r0 - len;
+  Value by_row = b.pad(src, b.constant(0, src.dtype()), lo, hi, interior);
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < r - 1; ++i) dims.push_back(i);
+  Value spread = b.broadcast_in_dim(by_row, ts, dims);
+  Type idx{DType::S64, ts};
+  Value on_diag = b.compare(b.add(b.iota(idx, r - 2), b.constant_int(off, DType::S64, ts)), b.iota(idx, r - 1),
+                            hlo::Cmp::EQ);
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+  return Values{b.transpose(b.select(on_diag, spread, t), inverse)};
+});
+
 // ---- factories: constants of the result type ------------------------------------
 
 TT_GRAPH_RULE({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
@@ -185,6 +218,19 @@ TT_GRAPH_RULE({"aten::full", "aten::full_like", "aten::new_full", "aten::scalar_
 // out of graphs).
 TT_GRAPH_RULE({"aten::_to_copy", "prims::convert_element_type"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{convert_dtype(b, a[0].value(), c.out().dtype)};
+});
+
+// ---- prims that Dynamo itself emits ----------------------------------------------
+
+// prims::fma(a, b, c) = a * b + c, rounded once (half types compute in f32):
+// what Dynamo makes of addcmul_ / addcdiv_ with a value and add_ with a
+// tensor alpha.
+TT_GRAPH_RULE({"prims::fma"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  Value x = cast_to(b, a[0].value(), ct, out.shape), y = cast_to(b, a[1].value(), ct, out.shape);
+  Value z = cast_to(b, a[2].value(), ct, out.shape);
+  return Values{b.convert(b.add(b.mul(x, y), z), out.dtype)};
 });
 
 // ---- ops whose eager form is the *_overrideable op -----------------------------

@@ -43,14 +43,21 @@ Values sort_with_indices(Builder& b, Value x, int64_t dim, bool descending) {
   return r;
 }
 
-// sort.stable(self, *, stable?, dim, descending); sort.default reaches it
-// through its CompositeExplicitAutograd kernel (whose meta checks the dim).
-TT_RULE({"aten::sort.stable"}, [](Builder& b, const Args& a, const Context& c) {
-  Value x = a[0].value();
-  int64_t dim = checked_dim(a[2].i, x.rank());
-  bool desc = a[3].b;
+Values sort_values(Builder& b, Value x, int64_t dim_arg, bool desc) {
+  int64_t dim = checked_dim(dim_arg, x.rank());
   if (x.rank() == 0) return Values{x, b.constant_int(0, DType::S64)};
   return sort_with_indices(b, x, dim, desc);
+}
+
+// sort.stable(self, *, stable?, dim, descending); eager sort.default reaches
+// it through its CompositeExplicitAutograd kernel (whose meta checks the dim).
+TT_RULE({"aten::sort.stable"}, [](Builder& b, const Args& a, const Context&) {
+  return sort_values(b, a[0].value(), a[2].i, a[3].b);
+});
+
+// sort(self, dim, descending), as graphs keep it (always stable here).
+TT_GRAPH_RULE({"aten::sort"}, [](Builder& b, const Args& a, const Context&) {
+  return sort_values(b, a[0].value(), a[1].i, a[2].b);
 });
 
 // topk(self, k, dim, largest, sorted): the first k of a stable sort (the
