@@ -89,4 +89,10 @@ Value standard_normal(Builder& b, const Context& c, const Shape& shape, DType t)
   return b.convert(b.mul(radius, b.unary("stablehlo.cosine", angle)), t);
 }
 
+Value round_key(Builder& b, Value seed, Value round, int64_t lane, int64_t step) {
+  Value k = b.add(b.mul(b.convert(round, DType::U64), b.constant_int(2, DType::U64)),
+                  b.constant_int(lane, DType::U64));
+  return b.add(seed, b.mul(k, b.constant_int(step, DType::U64)));
+}
+
 }  // namespace tt::lowering

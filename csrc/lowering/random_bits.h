@@ -14,5 +14,9 @@ std::pair<Value, Value> threefry_bits(Builder& b, Value seed, Value offset, cons
 Value uniform01(Builder& b, const Context& c, const Shape& shape, DType t);
 // Standard normal floats (Box-Muller) of dtype `t`.
 Value standard_normal(Builder& b, const Context& c, const Shape& shape, DType t);
+// The key of round `round` (a 0-d integer value) and lane `lane` of a
+// rejection sampler whose base key is `seed`: seed + (2 * round + lane) * step.
+// An odd `step` keeps the keys of different rounds and lanes apart.
+Value round_key(Builder& b, Value seed, Value round, int64_t lane, int64_t step);
 
 }  // namespace tt::lowering

@@ -98,17 +98,22 @@ TT_GRAPH_RULE({"aten::split.Tensor", "aten::split_with_sizes", "aten::unbind.int
                 return out;
               });
 
+// The permutation that moves dims d1 and d2 last, the others kept in order.
+std::vector<int64_t> diagonal_last_perm(int64_t rank, int64_t d1, int64_t d2) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != d1 && i != d2) perm.push_back(i);
+  perm.push_back(d1);
+  perm.push_back(d2);
+  return perm;
+}
+
 // diagonal(self, offset, dim1, dim2): a gather of the (i, i + offset) pairs,
 // moved to the last dim as PyTorch does.
 TT_GRAPH_RULE({"aten::diagonal", "aten::diagonal_copy"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   int64_t off = a[1].i, d1 = wrap_dim(a[2].i, x.rank()), d2 = wrap_dim(a[3].i, x.rank());
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < x.rank(); ++i)
-    if (i != d1 && i != d2) perm.push_back(i);
-  perm.push_back(d1);
-  perm.push_back(d2);
-  Value t = b.transpose(x, perm);
+  Value t = b.transpose(x, diagonal_last_perm(x.rank(), d1, d2));
   int64_t r = t.rank();
   int64_t len = c.out().shape.back();
   if (len == 0) return Values{full(b, 0, c.out().dtype, c.out().shape)};
@@ -168,11 +173,7 @@ TT_GRAPH_RULE({"aten::diagonal_scatter"}, [](Builder& b, const Args& a, const Co
   int64_t off = a[2].i, d1 = wrap_dim(a[3].i, x.rank()), d2 = wrap_dim(a[4].i, x.rank());
   int64_t len = src.shape().back();
   if (len == 0) return Values{x};
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < x.rank(); ++i)
-    if (i != d1 && i != d2) perm.push_back(i);
-  perm.push_back(d1);
-  perm.push_back(d2);
+  const std::vector<int64_t> perm = diagonal_last_perm(x.rank(), d1, d2);
   Value t = b.transpose(x, perm);
   Shape ts = t.shape();
   int64_t r = t.rank(), r0 = std::max<int64_t>(-off, 0);

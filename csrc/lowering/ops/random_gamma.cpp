@@ -24,9 +24,7 @@ constexpr int64_t kMaxRounds = 64;
 constexpr int64_t kKeyStep = 0x632BE59BD9B4E019;  // odd; keys of different rounds never meet
 
 Value key_for(Builder& b, Value seed, Value round, int64_t lane) {
-  Value k = b.add(b.mul(b.convert(round, DType::U64), b.constant_int(2, DType::U64)),
-                  b.constant_int(lane, DType::U64));
-  return b.add(seed, b.mul(k, b.constant_int(kKeyStep, DType::U64)));
+  return round_key(b, seed, round, lane, kKeyStep);
 }
 
 Context with_key(Value seed, Value offset) {

@@ -23,15 +23,10 @@ using hlo::Cmp;
 constexpr int64_t kMaxRounds = 512;
 constexpr int64_t kKeyStep = 0x5851F42D4C957F2D;  // odd; keys of different rounds never meet
 
-Value round_key(Builder& b, Value seed, Value round, int64_t lane) {
-  Value k = b.add(b.mul(b.convert(round, DType::U64), b.constant_int(2, DType::U64)),
-                  b.constant_int(lane + 1, DType::U64));
-  return b.add(seed, b.mul(k, b.constant_int(kKeyStep, DType::U64)));
-}
 
 Value draw(Builder& b, Value seed, Value offset, Value round, int64_t lane, const Shape& s) {
   Context c;
-  c.rng_seed = round_key(b, seed, round, lane);
+  c.rng_seed = round_key(b, seed, round, lane + 1, kKeyStep);
   c.rng_offset = offset;
   return uniform01(b, c, s, DType::F32);
 }
