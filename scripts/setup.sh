@@ -21,7 +21,7 @@ $PIP install -q --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-2
 $PIP install -q --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
 start=$(date +%s)
 # A failed build must stop here: an older install would still import.
-$PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 | grep -v "^WARNING: Location"
-[ "${PIPESTATUS[0]}" = 0 ] || { echo "torch_tpu failed to build (the compiler's errors are above)" >&2; exit 1; }
+$PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 | { grep -v "^WARNING: Location" || true; } \
+  || { echo "torch_tpu failed to build (the compiler's errors are above)" >&2; exit 1; }
 (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu") || { echo "torch_tpu failed to import after the build" >&2; exit 1; }
 echo "torch_tpu built and installed in $(( $(date +%s) - start ))s"
