@@ -31,6 +31,9 @@ def shift_amounts(shape, dtype, i):
     return torch.randint(lo, bits + 3, shape, generator=g).to(dtype)
 
 
+# torch.equal returns a Python bool: Dynamo breaks the graph at it, so a row
+# that calls nothing else hands no graph to the backend.
+EQUAL_ALONE = {"compile": "torch.equal alone: a Python bool, so Dynamo hands over no graph"}
 CASES = [
     OpCase("gcd", torch.gcd, BINARY_SHAPES, INTEGERS, make=signed_values, inplace=lambda a, b: a.gcd_(b),
            out=torch.gcd),
@@ -56,13 +59,14 @@ CASES = [
            make=shift_amounts),
     OpCase("equal_same", lambda a: torch.equal(a, a.clone()), [[(3, 4)], [()], [(0, 3)]],
            FLOATS + INTS + (torch.bool,)),
-    OpCase("equal_differs", lambda a, b: torch.equal(a, b), [[(3, 4), (3, 4)]], FLOATS + INTS),
+    OpCase("equal_differs", lambda a, b: torch.equal(a, b), [[(3, 4), (3, 4)]], FLOATS + INTS,
+           skip_modes=EQUAL_ALONE),
     OpCase("equal_other_size", lambda a, b: torch.equal(a, b), [[(3, 4), (4, 3)], [(3, 4), (4,)], [(0,), (0, 1)]],
-           FLOATS),
+           FLOATS, skip_modes=EQUAL_ALONE),
     OpCase("equal_promotes", lambda a: torch.equal(a, a.to(torch.int64)), [[(3, 4)]], (torch.float32, torch.int32),
            make=signed_values),
     OpCase("equal_nan", lambda a: torch.equal(a, a), [[(4,)]], (torch.float32,),
-           make=lambda s, d, i: torch.tensor([1.0, float("nan"), 2.0, 3.0], dtype=d)),
+           make=lambda s, d, i: torch.tensor([1.0, float("nan"), 2.0, 3.0], dtype=d), skip_modes=EQUAL_ALONE),
 ]
 
 

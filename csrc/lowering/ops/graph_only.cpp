@@ -223,6 +223,16 @@ TT_GRAPH_RULE({"aten::_to_copy", "prims::convert_element_type"}, [](Builder& b, 
 
 // ---- prims that Dynamo itself emits ----------------------------------------------
 
+// prims::div(a, b): true division for floats, division rounding toward zero
+// for integers (stablehlo.divide's integer semantics, as C and prims define
+// it), as PyTorch's decompositions emit it (lcm's, for one).
+TT_GRAPH_RULE({"prims::div"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  Value x = cast_to(b, a[0].value(), ct, out.shape), y = cast_to(b, a[1].value(), ct, out.shape);
+  return Values{b.convert(b.div(x, y), out.dtype)};
+});
+
 // prims::fma(a, b, c) = a * b + c, rounded once (half types compute in f32):
 // what Dynamo makes of addcmul_ / addcdiv_ with a value and add_ with a
 // tensor alpha.
