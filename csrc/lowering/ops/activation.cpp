@@ -54,6 +54,8 @@ Value sigmoid(Builder& b, Value x) { return b.unary("stablehlo.logistic", x); }
 Value relu(Builder& b, Value x) { return b.select(b.compare(x, zeros(b, x), Cmp::LT), zeros(b, x), x); }
 
 TT_RULE({"aten::relu"}, [](Builder& b, const Args& a, const Context& c) {
+  // PyTorch's own error (the CPU kernel's check), not a decline to decompose.
+  if (c.out().dtype == DType::Pred) throw InvalidArgument("Boolean inputs not supported for relu");
   auto in = inputs(b, a, c, true);
   return done(b, relu(b, in[0]), c);
 });
