@@ -224,6 +224,8 @@ ONE_NODE = [
     ("prims::fma", "fma", (T(3, 4, dtype=torch.bfloat16), 0.5, T(3, 4, dtype=torch.bfloat16, seed=2)), {}),
     ("aten::_to_copy", aten._to_copy.default, (T(2, 3),), {"dtype": torch.float16}),
     ("prims::convert_element_type", prims.convert_element_type.default, (T(2, 3), torch.int32), {}),
+    ("prims::div", prims.div.default, (T(3, 4), T(3, 4, seed=1)), {}),
+    ("prims::div", prims.div.default, (T(2, 3, dtype=torch.bfloat16), T(2, 3, dtype=torch.bfloat16, seed=1)), {}),
     ("aten::convolution", aten.convolution.default,
      (T(1, 2, 5, 5), T(3, 2, 3, 3, seed=1), T(3, seed=2), [1, 1], [1, 0], [1, 1], False, [0, 0], 1), {}),
     ("aten::convolution_backward", aten.convolution_backward.default,
