@@ -4,20 +4,13 @@
 #include <ATen/native/Resize.h>
 #include <c10/core/ScalarType.h>
 
-#include <algorithm>
-#include <charconv>
-#include <chrono>
-#include <cstring>
-#include <mutex>
-#include <unordered_map>
-
 #include "backend/call_record.h"
 #include "backend/cpu_fallback.h"
 #include "backend/eager_decomposition.h"
 #include "backend/fused_cluster.h"
-#include "backend/generator.h"
 #include "backend/nonzero.h"
 #include "backend/op_program.h"
+#include "backend/program_runner.h"
 #include "backend/storage_contents.h"
 #include "backend/tpu_device.h"
 #include "lowering/helpers.h"
@@ -27,83 +20,20 @@ namespace tt::backend {
 
 namespace {
 
-// ---- the program cache -------------------------------------------------------
-
-struct Entry {
-  uint64_t last_used = 0;  // g_use_clock when last hit (least recently used goes first)
-  runtime::ExecutablePtr exe;
-  std::shared_ptr<OpMeta> meta;
-};
-
-std::mutex g_cache_mu;
-std::unordered_map<std::string, std::shared_ptr<Entry>> g_cache;
-CacheStats g_stats;
-uint64_t g_use_clock = 0;
-
-// Every loaded executable holds JIT code mappings (about three on XLA's CPU
-// plugin, against a kernel limit of ~65k per process), so the cache is
-// bounded: past the cap, the least recently used half is dropped (programs
-// still running stay alive through their callers' references).
-size_t cache_capacity() {
-  static size_t cap = [] {
-    const char* v = getenv("TORCH_TPU_PROGRAM_CACHE_ENTRIES");
-    long n = v ? std::atol(v) : 0;
-    return n > 0 ? static_cast<size_t>(n) : size_t{4096};
-  }();
-  return cap;
-}
-
-void evict_if_full() {  // caller holds g_cache_mu
-  if (g_cache.size() <= cache_capacity()) return;
-  std::vector<uint64_t> uses;
-  uses.reserve(g_cache.size());
-  for (const auto& kv : g_cache) uses.push_back(kv.second->last_used);
-  std::nth_element(uses.begin(), uses.begin() + uses.size() / 2, uses.end());
-  uint64_t median = uses[uses.size() / 2];
-  for (auto it = g_cache.begin(); it != g_cache.end();) {
-    if (it->second->last_used < median) {
-      it = g_cache.erase(it);
-      g_stats.evictions += 1;
-    } else {
-      ++it;
-    }
-  }
-}
-
-std::shared_ptr<Entry> build_entry(const OpPlan& plan, const c10::OperatorHandle& op,
-                                   c10::ArrayRef<c10::IValue> args, const CallState& st) {
-  auto entry = std::make_shared<Entry>();
+// Lowers the call into a one-call program and compiles it.
+std::shared_ptr<CachedProgram> build_program(const OpPlan& plan, const c10::OperatorHandle& op,
+                                             c10::ArrayRef<c10::IValue> args, const CallState& st) {
+  auto p = std::make_shared<CachedProgram>();
   hlo::Builder b;
   ProgramInputs in = declare_inputs(b, st, plan.rule->needs_rng);
   hlo::Values results;
-  entry->meta = lower_op(b, in, plan, op, args, st, &results);
+  p->meta = lower_op(b, in, plan, op, args, st, &results);
   b.set_results(results);
-  std::string text = b.module_text();
-  auto t0 = std::chrono::steady_clock::now();
-  try {
-    entry->exe = runtime::Runtime::Get().Compile(text);
-  } catch (const runtime::Error& e) {
-    TORCH_CHECK(false, "tpu: XLA could not compile ", plan.functional, " for (", describe_args(st),
-                "): ", e.what(), getenv("TORCH_TPU_DUMP_FAILED") ? "\n" + text : "");
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::lock_guard<std::mutex> lock(g_cache_mu);
-  if (!entry->exe->from_disk()) {  // a load from the persistent cache is counted there (disk_hits)
-    g_stats.compiles += 1;
-    g_stats.compile_seconds += secs;
-  }
-  return entry;
+  p->exe = compile_program(b.module_text(), ProgramMode::Eager, p->meta->producer);
+  return p;
 }
 
 }  // namespace
-
-OpPlan make_plan(const std::string& functional, const lowering::Rule* rule, Mode mode,
-                 std::optional<c10::OperatorHandle> functional_op) {
-  OpPlan p{functional, rule, mode, std::move(functional_op)};
-  if (functional == "aten::index.Tensor") p.mask_indexing = MaskIndexing::Read;
-  if (functional == "aten::index_put" || functional == "aten::_index_put_impl") p.mask_indexing = MaskIndexing::Write;
-  return p;
-}
 
 lowering::MatmulPrecision current_matmul_precision() {
   switch (at::globalContext().float32MatmulPrecision()) {
@@ -135,36 +65,27 @@ runtime::BufferPtr dense_buffer(const at::Tensor& t) {
 
 namespace {
 
-// Finds the call's cache entry, or lowers it (and, unless it is only to be
+// Finds the call's program, or lowers it (and, unless it is only to be
 // recorded, compiles it). Returns null when the rule declined the call and it
 // ran as its decomposition or on the CPU instead.
-std::shared_ptr<Entry> find_or_build(const OpPlan& plan, const c10::OperatorHandle& op,
-                                     c10::ArrayRef<c10::IValue> args, const CallState& st, const std::string& key,
-                                     bool record_only, lowering::MatmulPrecision precision, torch::jit::Stack* stack) {
-  std::shared_ptr<Entry> entry;
-  {
-    std::lock_guard<std::mutex> lock(g_cache_mu);
-    auto it = g_cache.find(key);
-    if (it != g_cache.end() && (record_only || it->second->exe)) {
-      entry = it->second;
-      entry->last_used = ++g_use_clock;
-      g_stats.hits += 1;
-      return entry;
-    }
-    g_stats.misses += 1;
-  }
+std::shared_ptr<CachedProgram> find_or_build(const OpPlan& plan, const c10::OperatorHandle& op,
+                                             c10::ArrayRef<c10::IValue> args, const CallState& st,
+                                             const std::string& key, bool record_only,
+                                             lowering::MatmulPrecision precision, torch::jit::Stack* stack) {
+  std::shared_ptr<CachedProgram> p = find_program(key, ProgramMode::Eager, /*need_exe=*/!record_only);
+  if (p) return p;
   try {
     lowering::set_matmul_precision(precision);
     if (record_only) {
       // Fused eager: the call is lowered now (its errors raise here), and
       // compiled later as part of its cluster.
-      entry = std::make_shared<Entry>();
+      p = std::make_shared<CachedProgram>();
       hlo::Builder scratch;
       ProgramInputs in = declare_inputs(scratch, st, plan.rule->needs_rng);
       hlo::Values results;
-      entry->meta = lower_op(scratch, in, plan, op, args, st, &results);
+      p->meta = lower_op(scratch, in, plan, op, args, st, &results);
     } else {
-      entry = build_entry(plan, op, args, st);
+      p = build_program(plan, op, args, st);
     }
   } catch (const lowering::LoweringError& e) {
     // The rule declines these arguments: PyTorch's decomposition, else the CPU.
@@ -179,21 +100,8 @@ std::shared_ptr<Entry> find_or_build(const OpPlan& plan, const c10::OperatorHand
   } catch (const hlo::BuildError& e) {
     TORCH_CHECK(false, "tpu: internal error lowering ", plan.functional, " for (", describe_args(st), "): ", e.what());
   }
-  std::lock_guard<std::mutex> lock(g_cache_mu);
-  entry->last_used = ++g_use_clock;
-  g_cache[key] = entry;
-  evict_if_full();
-  return entry;
-}
-
-// TORCH_TPU_LAUNCH_BLOCKING: waits for the call's results, so that a device
-// error is raised by the op that caused it.
-void wait_for(const std::vector<runtime::BufferPtr>& outs, const std::string& op) {
-  try {
-    for (const auto& b : outs) b->BlockUntilReady();
-  } catch (const runtime::Error& e) {
-    TORCH_CHECK(false, "tpu: ", op, " failed on the device: ", e.what());
-  }
+  store_program(key, ProgramMode::Eager, p);
+  return p;
 }
 
 }  // namespace
@@ -225,44 +133,20 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   key += static_cast<char>('0' + static_cast<int>(precision));
   encode_call(schema, args, plan.rule->static_scalars, record, st, key);
 
-  std::shared_ptr<Entry> entry = find_or_build(plan, op, args, st, key, record, precision, stack);
-  if (!entry) return;  // ran as its decomposition or on the CPU
+  std::shared_ptr<CachedProgram> program = find_or_build(plan, op, args, st, key, record, precision, stack);
+  if (!program) return;  // ran as its decomposition or on the CPU
   if (record) {
-    fused::record(plan, stack, n, st, key, entry->meta, precision);
+    fused::record(plan, stack, n, st, key, program->meta, precision);
     return;
   }
-  const OpMeta& meta = *entry->meta;
+  const OpMeta& meta = *program->meta;
 
   const int device = st.device;
-  std::vector<runtime::BufferPtr> keep;
-  std::vector<runtime::Buffer*> inputs;
-  for (const auto& s : st.storages) inputs.push_back(s.buffer.get());
-  for (const auto& s : st.scalars) {
-    keep.push_back(scalar_buffer(s, device));
-    inputs.push_back(keep.back().get());
-  }
-  if (meta.needs_rng) {
-    TpuGenerator* gen = generator_or_default(st.generator, device);
-    std::lock_guard<std::mutex> lock(gen->mutex_);
-    uint64_t seed = gen->current_seed();
-    uint64_t offset = gen->reserve(static_cast<uint64_t>(meta.rng_counters));
-    auto& rt = runtime_for(device);
-    keep.push_back(rt.FromHost(&seed, runtime::ElementType::U64, {}, device));
-    inputs.push_back(keep.back().get());
-    keep.push_back(rt.FromHost(&offset, runtime::ElementType::U64, {}, device));
-    inputs.push_back(keep.back().get());
-  }
-
-  std::vector<runtime::BufferPtr> outs;
-  try {
-    outs = entry->exe->Execute(inputs, device);
-  } catch (const runtime::Error& e) {
-    TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu:", device, " out of memory running ",
-                     plan.functional, ": ", e.what());
-    TORCH_CHECK(false, "tpu: running ", plan.functional, " failed: ", e.what());
-  }
-  if (fused::launch_blocking()) wait_for(outs, meta.producer);
-  else if (!outs.empty()) track_pending(outs.back());
+  ProgramArgs inputs;
+  for (const auto& s : st.storages) inputs.add(s.buffer.get());
+  for (const auto& s : st.scalars) inputs.add(scalar_buffer(s, device));
+  if (meta.needs_rng) inputs.add_rng(st.generator, device, meta.rng_counters);
+  std::vector<runtime::BufferPtr> outs = run_program(*program->exe, inputs, device, meta.producer);
 
   if (plan.mode == Mode::Inplace) {
     set_buffer(st.storages[st.records[0].storage].storage, outs.at(0));
@@ -324,19 +208,6 @@ void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHa
   }
   torch::jit::drop(*stack, n);
   for (auto& o : outs) stack->push_back(std::move(o));
-}
-
-CacheStats cache_stats() {
-  std::lock_guard<std::mutex> lock(g_cache_mu);
-  CacheStats s = g_stats;
-  s.entries = static_cast<int64_t>(g_cache.size());
-  return s;
-}
-
-void cache_clear() {
-  std::lock_guard<std::mutex> lock(g_cache_mu);
-  g_cache.clear();
-  g_stats = CacheStats{};
 }
 
 }  // namespace tt::backend

@@ -14,33 +14,11 @@
 #include <string>
 
 #include "backend/device_storage.h"
+#include "backend/op_plan.h"
 #include "lowering/helpers.h"
 #include "lowering/rule.h"
 
 namespace tt::backend {
-
-enum class Mode {
-  Functional,  // returns new tensors
-  Inplace,     // writes the functional result into argument 0 (add_)
-};
-
-// Advanced indexing whose boolean masks become integer indices before the
-// rule runs (their result shapes depend on the data).
-enum class MaskIndexing { None, Read, Write };
-
-struct OpPlan {
-  std::string functional;  // rule name, "aten::add.Tensor"
-  const lowering::Rule* rule = nullptr;
-  Mode mode = Mode::Functional;
-  // The functional op, used to infer result types for an in-place call.
-  std::optional<c10::OperatorHandle> functional_op;
-  MaskIndexing mask_indexing = MaskIndexing::None;
-};
-
-// A plan for `functional`'s rule, with its flags derived once here rather
-// than on every call.
-OpPlan make_plan(const std::string& functional, const lowering::Rule* rule, Mode mode,
-                 std::optional<c10::OperatorHandle> functional_op = std::nullopt);
 
 // Runs `op` (whose arguments are on top of `stack`) natively per `plan`.
 // Falls back to the CPU (visibly) when the rule cannot lower these arguments.
@@ -53,13 +31,6 @@ void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHa
 
 // torch.get_float32_matmul_precision() as the lowering layer names it.
 lowering::MatmulPrecision current_matmul_precision();
-
-struct CacheStats {
-  int64_t hits = 0, misses = 0, compiles = 0, entries = 0, evictions = 0;
-  double compile_seconds = 0;
-};
-CacheStats cache_stats();
-void cache_clear();
 
 // `t` when it covers its storage exactly (same dtype, row-major), else a
 // contiguous clone: a tensor whose storage contents are `t`'s values.

@@ -2,13 +2,13 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
-#include "backend/generator.h"
 #include "backend/storage_contents.h"
+#include "backend/pending_work.h"
+#include "backend/program_runner.h"
 #include "backend/tpu_device.h"
 
 namespace tt::backend::fused {
@@ -43,27 +43,16 @@ struct Cluster {
   std::string key;  // the op sequence, shapes and wiring
 };
 
-struct Program {
-  runtime::ExecutablePtr exe;
-};
-
 // Recursive: a flush may be asked for while one is being recorded (never
 // re-entering the same cluster: the cluster is detached before it runs).
 std::recursive_mutex g_mu;
 Cluster g_cluster;
-std::unordered_map<std::string, std::shared_ptr<Program>> g_programs;
 Stats g_stats;
-
-bool env_flag(const char* name) {
-  const char* v = getenv(name);
-  return v && *v && std::string(v) != "0";
-}
 
 bool g_fused = [] {
   const char* v = getenv("TORCH_TPU_EAGER_MODE");
   return v && std::string(v) == "fused";
 }();
-const bool g_launch_blocking = env_flag("TORCH_TPU_LAUNCH_BLOCKING");
 
 size_t max_ops() {
   static size_t n = [] {
@@ -102,7 +91,8 @@ std::shared_ptr<PendingValue> add_result(Cluster& c, const hlo::Type& type, cons
   return pv;
 }
 
-std::string op_list(const Cluster& c) {
+// "a fused eager cluster of 3 ops (aten::mul.Tensor(f32[4]), ...)", for messages.
+std::string describe(const Cluster& c) {
   std::string s;
   size_t n = 0;
   for (const auto& op : c.ops) {
@@ -112,7 +102,7 @@ std::string op_list(const Cluster& c) {
     }
     s += (s.empty() ? "" : ", ") + op.meta->producer;
   }
-  return s;
+  return "a fused eager cluster of " + std::to_string(c.ops.size()) + " ops (" + s + ")";
 }
 
 runtime::ExecutablePtr compile(const Cluster& c, const std::vector<int>& outs) {
@@ -137,14 +127,8 @@ runtime::ExecutablePtr compile(const Cluster& c, const std::vector<int>& outs) {
   hlo::Values results;
   for (int id : outs) results.push_back(vals[id]);
   b.set_results(results);
-  std::string text = b.module_text();
-  try {
-    return runtime::Runtime::Get().Compile(text);
-  } catch (const runtime::Error& e) {
-    TORCH_CHECK(false, "tpu: XLA could not compile a fused eager cluster of ", c.ops.size(), " ops (", op_list(c),
-                "): ", e.what(), " (run with TORCH_TPU_EAGER_MODE=strict or TORCH_TPU_LAUNCH_BLOCKING=1 to find the op)",
-                getenv("TORCH_TPU_DUMP_FAILED") ? "\n" + text : "");
-  }
+  return compile_program(b.module_text(), ProgramMode::Fused, describe(c),
+                         " (run with TORCH_TPU_EAGER_MODE=strict or TORCH_TPU_LAUNCH_BLOCKING=1 to find the op)");
 }
 
 // Runs a detached cluster and hands each live result its buffer.
@@ -168,32 +152,16 @@ void run(Cluster& c, const char* reason) {
   key += '#';
   for (int id : outs) key_int(key, id);
   try {
-    std::shared_ptr<Program> prog;
-    auto it = g_programs.find(key);
-    if (it != g_programs.end()) {
-      prog = it->second;
-      g_stats.hits += 1;
-    } else {
-      auto t0 = std::chrono::steady_clock::now();
-      prog = std::make_shared<Program>();
+    std::shared_ptr<CachedProgram> prog = find_program(key, ProgramMode::Fused);
+    if (!prog) {
+      prog = std::make_shared<CachedProgram>();
       prog->exe = compile(c, outs);
-      g_stats.compiles += 1;
-      g_stats.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (g_programs.size() >= 1024) g_programs.clear();  // bounded, as the op cache is
-      g_programs.emplace(std::move(key), prog);
+      store_program(key, ProgramMode::Fused, prog);
     }
-    std::vector<runtime::Buffer*> inputs;
-    for (const auto& b : c.inputs) inputs.push_back(b.get());
-    std::vector<runtime::BufferPtr> bufs;
-    try {
-      bufs = prog->exe->Execute(inputs, c.device);
-    } catch (const runtime::Error& e) {
-      TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu:", c.device, " out of memory running a fused ",
-                       "cluster of ", c.ops.size(), " ops (", op_list(c), "): ", e.what());
-      TORCH_CHECK(false, "tpu: running a fused cluster of ", c.ops.size(), " ops (", op_list(c), ") failed: ", e.what());
-    }
+    ProgramArgs inputs;
+    for (const auto& b : c.inputs) inputs.add(b.get());
+    std::vector<runtime::BufferPtr> bufs = run_program(*prog->exe, inputs, c.device, describe(c));
     for (size_t i = 0; i < live.size(); ++i) live[i]->result = bufs.at(i);
-    if (!bufs.empty()) track_pending(bufs.back());
   } catch (const std::exception& e) {
     for (auto& pv : live) pv->error = e.what();
     throw;
@@ -218,8 +186,7 @@ void set_mode(const std::string& m) {
 }
 
 std::string mode() { return g_fused ? "fused" : "strict"; }
-bool launch_blocking() { return g_launch_blocking; }
-bool recording() { return g_fused && !g_launch_blocking; }
+bool recording() { return g_fused && !launch_blocking(); }
 
 uint64_t generation() {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
@@ -260,17 +227,10 @@ void record(const OpPlan& plan, torch::jit::Stack* stack, size_t num_args, CallS
   for (const auto& s : st.scalars)
     op.scalars.push_back(add_input(c, scalar_buffer(s, c.device), hlo::Type{static_cast<hlo::DType>(s.type), {}}));
   if (meta->needs_rng) {
-    TpuGenerator* gen = generator_or_default(st.generator, c.device);
-    uint64_t seed, offset;
-    {
-      std::lock_guard<std::mutex> glock(gen->mutex_);
-      seed = gen->current_seed();
-      offset = gen->reserve(static_cast<uint64_t>(meta->rng_counters));
-    }
-    auto& rt = runtime_for(c.device);
+    auto [seed, offset] = rng_words(st.generator, c.device, meta->rng_counters);
     hlo::Type word{hlo::DType::U64, {}};
-    op.seed = add_input(c, rt.FromHost(&seed, runtime::ElementType::U64, {}, c.device), word);
-    op.offset = add_input(c, rt.FromHost(&offset, runtime::ElementType::U64, {}, c.device), word);
+    op.seed = add_input(c, std::move(seed), word);
+    op.offset = add_input(c, std::move(offset), word);
   }
   c.key += '>';
 
@@ -308,6 +268,15 @@ void flush(const char* reason) {
   flush_locked(reason);
 }
 
+namespace {
+// Reads of pending storages and torch.tpu.synchronize run the cluster
+// through these hooks.
+const bool g_hooks_installed = [] {
+  pending_work::install(&flush, &generation);
+  return true;
+}();
+}  // namespace
+
 Stats stats() {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
   Stats s = g_stats;
@@ -318,7 +287,7 @@ Stats stats() {
 void reset_stats() {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
   g_stats = Stats{};
-  g_programs.clear();
+  program_cache_clear(ProgramMode::Fused);
 }
 
 }  // namespace tt::backend::fused

@@ -22,16 +22,15 @@
 
 #include "backend/call_record.h"
 #include "backend/op_program.h"
+#include "lowering/helpers.h"
 
 namespace tt::backend::fused {
 
 // "strict" (op by op; the default) or "fused"; TORCH_TPU_EAGER_MODE at load.
 void set_mode(const std::string& mode);
 std::string mode();
-// TORCH_TPU_LAUNCH_BLOCKING=1: every op runs synchronously (no fusion), so
-// an error surfaces at the op that caused it.
-bool launch_blocking();
-// Fused mode is on and calls should be recorded.
+// Fused mode is on and calls should be recorded (never under
+// TORCH_TPU_LAUNCH_BLOCKING=1, see program_runner.h).
 bool recording();
 // The generation of the cluster being recorded (see PendingValue::cluster).
 uint64_t generation();
@@ -45,9 +44,10 @@ void record(const OpPlan& plan, torch::jit::Stack* stack, size_t num_args, CallS
 // Compiles (or finds) and runs the pending cluster; `reason` is counted.
 void flush(const char* reason);
 
+// Recording counters; the cluster programs' compiles and cache hits are the
+// program runner's (ProgramMode::Fused).
 struct Stats {
-  int64_t ops = 0, clusters = 0, compiles = 0, hits = 0, empty = 0;
-  double compile_seconds = 0;
+  int64_t ops = 0, clusters = 0, empty = 0;
   std::map<std::string, int64_t> flush_reasons;
   int64_t pending_ops = 0;
 };

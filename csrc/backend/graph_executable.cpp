@@ -6,8 +6,9 @@
 
 #include "backend/device_storage.h"
 #include "backend/executor.h"
-#include "backend/generator.h"
+#include "backend/program_runner.h"
 #include "backend/tpu_device.h"
+#include "runtime/sha256.h"
 
 namespace tt::backend {
 
@@ -19,16 +20,22 @@ GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
   outputs_ = std::move(lowered.outputs);
   needs_rng_ = lowered.needs_rng;
   rng_counters_ = lowered.rng_counters;
+  // Identical programs (the same graph compiled twice) share one executable.
+  key_ = "graph:" + runtime::ToHex(runtime::Sha256::Of(text_));
+  what_ = "graph " + name_ + " (" + std::to_string(g.nodes.size()) + " ops)";
   auto t0 = std::chrono::steady_clock::now();
-  try {
-    exe_ = runtime::Runtime::Get().Compile(text_);
-  } catch (const runtime::Error& e) {
-    TORCH_CHECK(false, "tpu: XLA could not compile graph ", name_, " (", g.nodes.size(), " ops): ", e.what(),
-                getenv("TORCH_TPU_DUMP_FAILED") ? "\n" + text_ : "");
-  }
+  executable();
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+runtime::ExecutablePtr GraphExecutable::executable() const {
+  if (auto p = find_program(key_, ProgramMode::Graph)) return p->exe;
+  // First run, or evicted from the program cache since: compile (again).
+  auto p = std::make_shared<CachedProgram>();
+  p->exe = compile_program(text_, ProgramMode::Graph, what_);
+  store_program(key_, ProgramMode::Graph, p);
+  return p->exe;
+}
 std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inputs) const {
   TORCH_CHECK(inputs.size() == inputs_.size(), "tpu graph ", name_, ": expected ", inputs_.size(), " inputs, got ",
               inputs.size());
@@ -42,8 +49,7 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
   if (device < 0) device = current_device();
   auto& rt = runtime_for(device);
 
-  std::vector<runtime::BufferPtr> keep;
-  std::vector<runtime::Buffer*> args;
+  ProgramArgs args;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
     const hlo::Type& want = inputs_[i];
@@ -53,33 +59,15 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
                 "tpu graph ", name_, ": input ", i, " is ", t.scalar_type(), t.sizes(), ", but the graph was compiled for ",
                 want.str());
     if (t.device().is_privateuseone()) {
-      keep.push_back(dense_buffer(t));
+      args.add(dense_buffer(t));
     } else {
       TORCH_CHECK(t.device().is_cpu(), "tpu graph ", name_, ": input ", i, " is on ", t.device());
       at::Tensor host = t.contiguous();
-      keep.push_back(rt.FromHost(host.const_data_ptr(), to_element_type(t.scalar_type()), t.sizes().vec(), device));
+      args.add(rt.FromHost(host.const_data_ptr(), to_element_type(t.scalar_type()), t.sizes().vec(), device));
     }
-    args.push_back(keep.back().get());
   }
-  if (needs_rng_) {
-    TpuGenerator* gen = generator_or_default(std::nullopt, device);
-    std::lock_guard<std::mutex> lock(gen->mutex_);
-    uint64_t seed = gen->current_seed();
-    uint64_t offset = gen->reserve(static_cast<uint64_t>(rng_counters_));
-    keep.push_back(rt.FromHost(&seed, runtime::ElementType::U64, {}, device));
-    args.push_back(keep.back().get());
-    keep.push_back(rt.FromHost(&offset, runtime::ElementType::U64, {}, device));
-    args.push_back(keep.back().get());
-  }
-  std::vector<runtime::BufferPtr> outs;
-  try {
-    outs = exe_->Execute(args, device);
-  } catch (const runtime::Error& e) {
-    TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu:", device, " out of memory running graph ", name_,
-                     ": ", e.what());
-    TORCH_CHECK(false, "tpu: running graph ", name_, " failed: ", e.what());
-  }
-  if (!outs.empty()) track_pending(outs.back());
+  if (needs_rng_) args.add_rng(std::nullopt, device, rng_counters_);
+  std::vector<runtime::BufferPtr> outs = run_program(*executable(), args, device, what_);
   std::vector<at::Tensor> results;
   for (size_t i = 0; i < outs.size(); ++i)
     results.push_back(wrap_buffer(outs[i], outputs_[i].shape,

@@ -1,5 +1,6 @@
-// One compiled graph (a torch.compile FX graph or a fused-eager cluster):
-// its StableHLO program, compiled once, run on tpu tensors.
+// One lowered torch.compile FX graph: its StableHLO program, whose executable
+// lives in the program runner's cache (compiled again if it was evicted), run
+// on tpu tensors.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -28,12 +29,14 @@ class GraphExecutable {
   int64_t num_inputs() const { return static_cast<int64_t>(inputs_.size()); }
 
  private:
+  runtime::ExecutablePtr executable() const;
+
   std::string name_;
   std::string text_;
+  std::string key_, what_;
   std::vector<hlo::Type> inputs_, outputs_;
   bool needs_rng_ = false;
   int64_t rng_counters_ = 0;
-  runtime::ExecutablePtr exe_;
   double compile_seconds_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include "backend/storage_contents.h"
 #include "lowering/helpers.h"
+#include "lowering/rule_call.h"
 #include "lowering/view.h"
 
 namespace tt::backend {
@@ -138,36 +139,22 @@ hlo::Values emit_impl(hlo::Builder& b, const ProgramInputs& in, const OpPlan& pl
   lowering::Args largs;
   for (const auto& r : records) largs.push_back(build_arg(b, r, in));
 
-  hlo::Values results = plan.rule->fn(b, largs, ctx);
-  if (meta.types_known) {
-    TORCH_CHECK(results.size() == ctx.out_types.size(), "tpu lowering of ", plan.functional, " returned ",
-                results.size(), " results; PyTorch expects ", ctx.out_types.size());
-    hlo::Values kept;
-    std::vector<hlo::Type> types;
-    size_t k = 0;
-    for (int list_size : meta.list_sizes) {
-      size_t n = list_size < 0 ? 1 : static_cast<size_t>(list_size);
-      for (size_t j = 0; j < n; ++j, ++k) {
-        if (list_size == kMaskedOutput) continue;
-        TORCH_CHECK(results[k].valid(), "tpu lowering of ", plan.functional, " gave no value for result ", k);
-        kept.push_back(results[k]);
-        types.push_back(ctx.out_types[k]);
-      }
-    }
-    results = kept;
-    for (size_t k = 0; k < results.size(); ++k) {
-      TORCH_CHECK(results[k].shape() == types[k].shape, "tpu lowering of ", plan.functional,
-                  " produced shape ", hlo::i64_list(results[k].shape()), " for result ", k,
-                  "; PyTorch expects ", hlo::i64_list(types[k].shape));
-      results[k] = b.convert(results[k], types[k].dtype);
-    }
-  } else {
-    hlo::Values kept;
-    for (const auto& r : results) {
-      if (derived_list_sizes) derived_list_sizes->push_back(r.valid() ? -1 : kMaskedOutput);
-      if (r.valid()) kept.push_back(r);
-    }
-    results = kept;
+  std::vector<bool> masked;
+  if (plan.mode == Mode::Inplace) {
+    // Only the first result is written back; the rest go unused.
+    masked.assign(ctx.out_types.size(), true);
+    if (!masked.empty()) masked[0] = false;
+  } else if (meta.types_known) {
+    for (int list_size : meta.list_sizes)
+      masked.insert(masked.end(), list_size < 0 ? 1 : static_cast<size_t>(list_size), list_size == kMaskedOutput);
+  }
+  hlo::Values all = lowering::call_rule(b, *plan.rule, largs, ctx, masked, meta.types_known);
+  // A masked output has no value; without known types the rule's own
+  // results say which outputs exist.
+  hlo::Values results;
+  for (const auto& r : all) {
+    if (!meta.types_known && derived_list_sizes) derived_list_sizes->push_back(r.valid() ? -1 : kMaskedOutput);
+    if (r.valid()) results.push_back(r);
   }
   if (plan.mode != Mode::Inplace) return results;
 

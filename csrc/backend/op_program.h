@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/call_record.h"
-#include "backend/executor.h"
+#include "backend/op_plan.h"
 
 namespace tt::backend {
 

@@ -11,6 +11,7 @@
 #include "backend/generator.h"
 #include "backend/graph_bindings.h"
 #include "backend/op_registration.h"
+#include "backend/program_runner.h"
 #include "backend/tpu_device.h"
 #include "lowering/rule.h"
 #include "runtime/compile_cache.h"
@@ -111,15 +112,35 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_peak_memory_stats", [](int d) { backend::runtime_for(d).reset_peak(d); });
   m.def("_memory_capacity", [](int d) { return backend::runtime_for(d).memory_capacity(d); });
   m.def("_cache_info", [] {
-    auto s = backend::cache_stats();
-    auto f = backend::fused::stats();  // fused eager clusters are programs too
+    // Totals over the modes, then each mode's own counters.
+    auto per_mode = backend::program_cache_stats();
+    backend::ModeCounters total;
+    py::dict modes;
+    for (size_t i = 0; i < per_mode.size(); ++i) {
+      const auto& c = per_mode[i];
+      py::dict m;
+      m["hits"] = c.hits;
+      m["misses"] = c.misses;
+      m["compiles"] = c.compiles;
+      m["entries"] = c.entries;
+      m["evictions"] = c.evictions;
+      m["compile_seconds"] = c.compile_seconds;
+      modes[backend::program_mode_name(static_cast<backend::ProgramMode>(i))] = m;
+      total.hits += c.hits;
+      total.misses += c.misses;
+      total.compiles += c.compiles;
+      total.entries += c.entries;
+      total.evictions += c.evictions;
+      total.compile_seconds += c.compile_seconds;
+    }
     py::dict d;
-    d["hits"] = s.hits;
-    d["misses"] = s.misses;
-    d["compiles"] = s.compiles + f.compiles;
-    d["entries"] = s.entries;
-    d["evictions"] = s.evictions;
-    d["compile_seconds"] = s.compile_seconds + f.compile_seconds;
+    d["hits"] = total.hits;
+    d["misses"] = total.misses;
+    d["compiles"] = total.compiles;
+    d["entries"] = total.entries;
+    d["evictions"] = total.evictions;
+    d["compile_seconds"] = total.compile_seconds;
+    d["modes"] = modes;
     add_disk_cache_info(d);
     return d;
   });
@@ -127,13 +148,13 @@ PYBIND11_MODULE(_C, m) {
     const auto& c = rt().compile_cache().config();
     return c.enabled ? py::object(py::str(c.dir)) : py::object(py::none());
   });
-  m.def("_cache_clear", &backend::cache_clear);
+  m.def("_cache_clear", [] { backend::program_cache_clear(); });
   m.def("_set_eager_mode", [](const std::string& mode) {
     py::gil_scoped_release no_gil;
     backend::fused::set_mode(mode);
   });
   m.def("_eager_mode", &backend::fused::mode);
-  m.def("_launch_blocking", &backend::fused::launch_blocking);
+  m.def("_launch_blocking", &backend::launch_blocking);
   m.def("_fused_flush", [](const std::string& reason) {
     py::gil_scoped_release no_gil;
     static const std::string backward = "backward";
@@ -144,10 +165,11 @@ PYBIND11_MODULE(_C, m) {
     py::dict d;
     d["ops"] = s.ops;
     d["clusters"] = s.clusters;
-    d["compiles"] = s.compiles;
-    d["hits"] = s.hits;
+    const auto programs = backend::program_cache_stats()[static_cast<size_t>(backend::ProgramMode::Fused)];
+    d["compiles"] = programs.compiles;
+    d["hits"] = programs.hits;
     d["empty"] = s.empty;
-    d["compile_seconds"] = s.compile_seconds;
+    d["compile_seconds"] = programs.compile_seconds;
     d["pending_ops"] = s.pending_ops;
     d["flush_reasons"] = s.flush_reasons;
     return d;

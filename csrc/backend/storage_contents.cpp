@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "backend/fused_cluster.h"
+#include "backend/pending_work.h"
 #include "backend/tpu_device.h"
 
 namespace tt::backend {
@@ -12,7 +12,7 @@ namespace tt::backend {
 runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype) {
   if (s->pending) {
     std::shared_ptr<PendingValue> pv = s->pending;
-    if (!pv->result && pv->error.empty()) fused::flush("read");
+    if (!pv->result && pv->error.empty()) pending_work::flush("read");
     TORCH_CHECK(pv->result, "tpu: the fused eager program that computes this tensor (from ", pv->producer,
                 ") failed: ", pv->error);
     s->buffer = pv->result;
@@ -28,7 +28,7 @@ runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype) {
 
 bool deferrable(const DeviceStorage* s) {
   const auto& pv = s->pending;
-  return pv && !pv->result && pv->error.empty() && pv->cluster == fused::generation();
+  return pv && !pv->result && pv->error.empty() && pv->cluster == pending_work::generation();
 }
 
 void set_buffer(DeviceStorage* s, runtime::BufferPtr buffer) {

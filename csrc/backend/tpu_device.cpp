@@ -1,4 +1,3 @@
-#include "backend/fused_cluster.h"
 #include "backend/tpu_device.h"
 
 #include <c10/util/Exception.h>
@@ -9,6 +8,8 @@
 #include <mutex>
 #include <utility>
 #include <vector>
+
+#include "backend/pending_work.h"
 
 namespace tt::backend {
 
@@ -86,7 +87,7 @@ void track_pending(const runtime::BufferPtr& buffer) {
 }
 
 void synchronize(int device) {
-  fused::flush("synchronize");
+  pending_work::flush("synchronize");
   std::vector<std::weak_ptr<runtime::Buffer>> pending;
   {
     std::lock_guard<std::mutex> lock(g_pending_mu);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lowering/helpers.h"
+#include "lowering/rule_call.h"
 
 namespace tt::lowering {
 namespace {
@@ -77,6 +78,8 @@ LoweredGraph lower_graph(const Graph& g) {
     if (!rule) throw LoweringError(node_label(n, k) + ": no tpu lowering rule");
     if (n.out_values.size() != n.out_types.size())
       throw LoweringError(node_label(n, k) + ": result ids and types differ in number");
+    std::vector<bool> masked;
+    for (int id : n.out_values) masked.push_back(id < 0);
     Args args;
     for (const auto& ga : n.args) args.push_back(make_arg(b, ga, vals, n, k));
     Context ctx;
@@ -90,7 +93,9 @@ LoweredGraph lower_graph(const Graph& g) {
     }
     Values results;
     try {
-      results = rule->fn(b, args, ctx);
+      results = call_rule(b, *rule, args, ctx, masked);
+    } catch (const RuleContractError& e) {
+      throw RuleContractError("graph " + node_label(n, k) + ": " + e.what());
     } catch (const LoweringError& e) {
       throw LoweringError(node_label(n, k) + ": " + e.what());
     } catch (const std::exception& e) {
@@ -98,19 +103,10 @@ LoweredGraph lower_graph(const Graph& g) {
       // so report them as a lowering problem; the caller runs eagerly.
       throw LoweringError(node_label(n, k) + ": " + e.what());
     }
-    if (results.size() != n.out_types.size())
-      throw LoweringError(node_label(n, k) + " returned " + std::to_string(results.size()) + " results; expected " +
-                          std::to_string(n.out_types.size()));
     for (size_t j = 0; j < results.size(); ++j) {
-      int id = n.out_values[j];
-      if (id < 0) continue;  // an output the op's mask switched off
-      if (!results[j].valid()) throw LoweringError(node_label(n, k) + " gave no value for result " + std::to_string(j));
-      const Type& want = n.out_types[j];
-      if (results[j].shape() != want.shape)
-        throw LoweringError(node_label(n, k) + " produced shape " + hlo::i64_list(results[j].shape()) +
-                            " for result " + std::to_string(j) + "; expected " + hlo::i64_list(want.shape));
-      vals[id] = b.convert(results[j], want.dtype);
-      if (rule->needs_rng) counters += numel(want.shape);
+      if (masked[j]) continue;
+      vals[n.out_values[j]] = results[j];
+      if (rule->needs_rng) counters += numel(n.out_types[j].shape);
     }
   }
 

@@ -1,0 +1,185 @@
+#include "backend/program_runner.h"
+
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/generator.h"
+#include "backend/tpu_device.h"
+
+namespace tt::backend {
+namespace {
+
+// Every loaded executable holds JIT code mappings (about three on XLA's CPU
+// plugin, against a kernel limit of ~65k per process), so the cache is
+// bounded.
+size_t cache_capacity() {
+  static size_t cap = [] {
+    const char* v = getenv("TORCH_TPU_PROGRAM_CACHE_ENTRIES");
+    long n = v ? std::atol(v) : 0;
+    return n > 0 ? static_cast<size_t>(n) : size_t{4096};
+  }();
+  return cap;
+}
+
+struct Node {
+  std::shared_ptr<CachedProgram> program;
+  ProgramMode mode;
+  std::list<const std::string*>::iterator use;  // position in g_use (front: most recent)
+};
+
+std::mutex g_mu;
+std::unordered_map<std::string, Node> g_programs;
+std::list<const std::string*> g_use;  // keys of g_programs, most recently used first
+ProgramCacheStats g_stats;
+
+ModeCounters& counters(ProgramMode m) { return g_stats[static_cast<size_t>(m)]; }
+
+void evict_past_capacity() {  // caller holds g_mu
+  while (g_programs.size() > cache_capacity()) {
+    auto it = g_programs.find(*g_use.back());
+    counters(it->second.mode).evictions += 1;
+    g_use.pop_back();
+    g_programs.erase(it);
+  }
+}
+
+}  // namespace
+
+const char* program_mode_name(ProgramMode mode) {
+  switch (mode) {
+    case ProgramMode::Eager: return "eager";
+    case ProgramMode::Fused: return "fused";
+    case ProgramMode::Graph: return "graph";
+  }
+  return "?";
+}
+
+std::shared_ptr<CachedProgram> find_program(const std::string& key, ProgramMode mode, bool need_exe) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_programs.find(key);
+  if (it == g_programs.end() || (need_exe && !it->second.program->exe)) {
+    counters(mode).misses += 1;
+    return nullptr;
+  }
+  g_use.splice(g_use.begin(), g_use, it->second.use);
+  counters(mode).hits += 1;
+  return it->second.program;
+}
+
+void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<CachedProgram> p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_programs.find(key);
+  if (it != g_programs.end()) {  // a record-only entry now compiled, or a race between threads
+    it->second.program = std::move(p);
+    it->second.mode = mode;
+    g_use.splice(g_use.begin(), g_use, it->second.use);
+    return;
+  }
+  it = g_programs.emplace(key, Node{std::move(p), mode, {}}).first;
+  g_use.push_front(&it->first);  // unordered_map keys do not move on rehash
+  it->second.use = g_use.begin();
+  evict_past_capacity();
+}
+
+ProgramCacheStats program_cache_stats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ProgramCacheStats s = g_stats;
+  for (auto& c : s) c.entries = 0;
+  for (const auto& kv : g_programs) s[static_cast<size_t>(kv.second.mode)].entries += 1;
+  return s;
+}
+
+void program_cache_clear(std::optional<ProgramMode> mode) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto it = g_programs.begin(); it != g_programs.end();) {
+    if (mode && it->second.mode != *mode) {
+      ++it;
+      continue;
+    }
+    g_use.erase(it->second.use);
+    it = g_programs.erase(it);
+  }
+  if (mode) counters(*mode) = ModeCounters{};
+  else g_stats = ProgramCacheStats{};
+}
+
+runtime::ExecutablePtr compile_program(const std::string& text, ProgramMode mode, const std::string& what,
+                                       const std::string& hint) {
+  auto t0 = std::chrono::steady_clock::now();
+  runtime::ExecutablePtr exe;
+  try {
+    exe = runtime::Runtime::Get().Compile(text);
+  } catch (const runtime::Error& e) {
+    TORCH_CHECK(false, "tpu: XLA could not compile ", what, ": ", e.what(), hint,
+                getenv("TORCH_TPU_DUMP_FAILED") ? "\n" + text : "");
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!exe->from_disk()) {  // a load from the persistent cache is counted there (disk_hits)
+    std::lock_guard<std::mutex> lock(g_mu);
+    counters(mode).compiles += 1;
+    counters(mode).compile_seconds += secs;
+  }
+  return exe;
+}
+
+void ProgramArgs::add(runtime::BufferPtr owned) {
+  args_.push_back(owned.get());
+  keep_.push_back(std::move(owned));
+}
+
+std::pair<runtime::BufferPtr, runtime::BufferPtr> rng_words(const std::optional<at::Generator>& gen, int device,
+                                                            int64_t counters) {
+  TpuGenerator* g = generator_or_default(gen, device);
+  uint64_t seed, offset;
+  {
+    std::lock_guard<std::mutex> lock(g->mutex_);
+    seed = g->current_seed();
+    offset = g->reserve(static_cast<uint64_t>(counters));
+  }
+  auto& rt = runtime_for(device);
+  return {rt.FromHost(&seed, runtime::ElementType::U64, {}, device),
+          rt.FromHost(&offset, runtime::ElementType::U64, {}, device)};
+}
+
+void ProgramArgs::add_rng(const std::optional<at::Generator>& gen, int device, int64_t counters) {
+  auto [seed, offset] = rng_words(gen, device, counters);
+  add(std::move(seed));
+  add(std::move(offset));
+}
+
+bool launch_blocking() {
+  static const bool on = [] {
+    const char* v = getenv("TORCH_TPU_LAUNCH_BLOCKING");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, const ProgramArgs& args, int device,
+                                            const std::string& what) {
+  std::vector<runtime::BufferPtr> outs;
+  try {
+    outs = exe.Execute(args.list(), device);
+  } catch (const runtime::Error& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu:", device, " out of memory running ", what, ": ",
+                     e.what());
+    TORCH_CHECK(false, "tpu: running ", what, " failed: ", e.what());
+  }
+  if (launch_blocking()) {
+    try {
+      for (const auto& b : outs) b->BlockUntilReady();
+    } catch (const runtime::Error& e) {
+      TORCH_CHECK(false, "tpu: ", what, " failed on the device: ", e.what());
+    }
+  } else if (!outs.empty()) {
+    track_pending(outs.back());
+  }
+  return outs;
+}
+
+}  // namespace tt::backend

@@ -1,0 +1,94 @@
+// The one component that compiles and runs programs, for every mode: strict
+// eager (one ATen call), fused eager (a recorded cluster) and torch.compile
+// (an FX graph). It owns
+//   - compiling: timing, the persistent cache (through the runtime), and the
+//     dump of a program XLA rejects (TORCH_TPU_DUMP_FAILED);
+//   - running: the RNG inputs, out of memory becoming torch.OutOfMemoryError,
+//     TORCH_TPU_LAUNCH_BLOCKING, and tracking pending results;
+//   - one bounded least-recently-used cache of executables shared by the
+//     modes, with counters per mode (torch_tpu.cache_info()).
+#pragma once
+
+#include <ATen/core/Generator.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace tt::backend {
+
+struct OpMeta;  // op_program.h: what lowering one eager call taught
+
+enum class ProgramMode { Eager = 0, Fused = 1, Graph = 2 };
+constexpr size_t kProgramModes = 3;
+const char* program_mode_name(ProgramMode mode);
+
+// A cached program. `exe` is null for an eager call that fused eager only
+// records (it is compiled as part of its cluster); `meta` is set for eager
+// calls.
+struct CachedProgram {
+  runtime::ExecutablePtr exe;
+  std::shared_ptr<OpMeta> meta;
+};
+
+struct ModeCounters {
+  int64_t hits = 0, misses = 0, compiles = 0, entries = 0, evictions = 0;
+  double compile_seconds = 0;
+};
+using ProgramCacheStats = std::array<ModeCounters, kProgramModes>;
+
+// The program stored under `key`, counted as a hit for `mode`; null (a miss)
+// when there is none, or when `need_exe` and it holds no executable.
+std::shared_ptr<CachedProgram> find_program(const std::string& key, ProgramMode mode, bool need_exe = true);
+// Stores `p` under `key`, evicting the least recently used programs past
+// TORCH_TPU_PROGRAM_CACHE_ENTRIES (4096). A program still running or held by
+// its caller stays alive through that reference.
+void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<CachedProgram> p);
+ProgramCacheStats program_cache_stats();
+// Drops the programs of `mode` (every mode's when unset) and resets their counters.
+void program_cache_clear(std::optional<ProgramMode> mode = std::nullopt);
+
+// Compiles `text` (or loads it from the persistent cache). A rejected program
+// raises a RuntimeError naming `what` and XLA's message, followed by `hint`
+// and, with TORCH_TPU_DUMP_FAILED set, the program text.
+runtime::ExecutablePtr compile_program(const std::string& text, ProgramMode mode, const std::string& what,
+                                       const std::string& hint = "");
+
+// The two u64 inputs of a random program: the generator's seed and the start
+// of `counters` fresh counters (the generator advances past them).
+std::pair<runtime::BufferPtr, runtime::BufferPtr> rng_words(const std::optional<at::Generator>& gen, int device,
+                                                            int64_t counters);
+
+// A program's arguments: borrowed buffers, and the ones made for this run.
+class ProgramArgs {
+ public:
+  void add(runtime::Buffer* borrowed) { args_.push_back(borrowed); }
+  void add(runtime::BufferPtr owned);
+  // rng_words(gen, device, counters).
+  void add_rng(const std::optional<at::Generator>& gen, int device, int64_t counters);
+  const std::vector<runtime::Buffer*>& list() const { return args_; }
+  size_t size() const { return args_.size(); }
+
+ private:
+  std::vector<runtime::BufferPtr> keep_;
+  std::vector<runtime::Buffer*> args_;
+};
+
+// TORCH_TPU_LAUNCH_BLOCKING=1: every program is waited for, so that an error
+// surfaces at the call that caused it (and fused eager records nothing).
+bool launch_blocking();
+
+// Runs `exe` on `device`. Out of memory raises torch.OutOfMemoryError, any
+// other failure a RuntimeError, each naming `what`. The results are tracked
+// as pending (torch.tpu.synchronize waits for them), or waited for under
+// launch blocking.
+std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, const ProgramArgs& args, int device,
+                                            const std::string& what);
+
+}  // namespace tt::backend
