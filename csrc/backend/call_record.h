@@ -33,22 +33,13 @@ struct ScalarUse {
   uint64_t bits;  // the value's bytes (double, int64 or bool), zero-extended
 };
 
-// What the program needs to know about one argument (or list element).
-struct ArgRecord {
-  lowering::Arg::Kind kind = lowering::Arg::Kind::None;
+// What the program needs to know about one argument (or list element): the
+// host fields, and where a tensor's value comes from.
+struct ArgRecord : lowering::HostArg {
   int storage = -1;  // Tensor on tpu: index into CallState::storages
   int scalar = -1;   // Scalar or CPU 0-d tensor: index into CallState::scalars
   lowering::View view;
   hlo::DType dtype = hlo::DType::F32;
-  bool wrapped = false;
-  hlo::DType scalar_kind = hlo::DType::F64;
-  int64_t i = 0;
-  double d = 0;
-  bool b = false;
-  std::vector<int64_t> ints;
-  std::vector<double> doubles;
-  std::vector<bool> bools;
-  std::string s;
   std::vector<ArgRecord> elems;  // TensorList / Tensor?[]
 };
 

@@ -97,22 +97,10 @@ bool infer_types(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
 
 
 Arg build_arg(hlo::Builder& b, const ArgRecord& r, const ProgramInputs& in) {
-  Arg a;
-  a.kind = r.kind;
-  a.i = r.i;
-  a.d = r.d;
-  a.b = r.b;
-  a.ints = r.ints;
-  a.doubles = r.doubles;
-  a.bools = r.bools;
-  a.s = r.s;
-  a.wrapped = r.wrapped;
-  a.scalar_kind = r.scalar_kind;
+  Arg a(r);
   if (r.kind == Kind::Tensor) {
     if (r.storage >= 0) {
-      hlo::Value storage = in.storages[r.storage];
-      storage = lowering::reinterpret_storage(b, storage, r.dtype);  // a view of another dtype's bytes
-      a.tensor = lowering::read_view(b, storage, r.view);
+      a.tensor = lowering::read_tensor(b, in.storages[r.storage], r.dtype, r.view);
       a.contiguous = r.view.numel() == 0 || r.view.contiguous();
     } else {
       a.tensor = in.scalars[r.scalar];
@@ -161,12 +149,7 @@ hlo::Values emit_impl(hlo::Builder& b, const ProgramInputs& in, const OpPlan& pl
   const ArgRecord& self = records.at(0);
   TORCH_CHECK(self.kind == Kind::Tensor && self.storage >= 0, plan.functional,
               ": in-place target is not a tpu tensor");
-  hlo::Value storage = in.storages[self.storage];
-  hlo::Value v = b.broadcast_to(b.convert(results.at(0), self.dtype), self.view.sizes);
-  // Written in the view's dtype; the storage keeps its own dtype and shape.
-  hlo::Value written =
-      lowering::write_view(b, lowering::reinterpret_storage(b, storage, self.dtype), self.view, v);
-  return {b.reshape(lowering::reinterpret_storage(b, written, storage.dtype()), storage.shape())};
+  return {lowering::write_tensor(b, in.storages[self.storage], self.dtype, self.view, results.at(0))};
 }
 
 }  // namespace
@@ -210,11 +193,6 @@ std::shared_ptr<OpMeta> lower_op(hlo::Builder& b, const ProgramInputs& in, const
   meta->needs_rng = plan.rule->needs_rng;
   meta->producer = plan.functional + "(" + describe_args(st) + ")";
   return meta;
-}
-
-hlo::Values emit_op(hlo::Builder& b, const ProgramInputs& in, const OpPlan& plan, const OpMeta& meta,
-                    const std::vector<ArgRecord>& records) {
-  return emit_impl(b, in, plan, meta, records, nullptr);
 }
 
 void push_results(torch::jit::Stack* stack, const OpMeta& meta, const std::function<at::Tensor(size_t)>& result) {

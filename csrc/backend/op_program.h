@@ -1,8 +1,9 @@
 // One ATen call lowered into a StableHLO builder: the program inputs it
 // reads, PyTorch's result types for it, and the emission of its rule (with
 // the result checks, masked outputs and in-place write-back the executor
-// needs). The eager executor makes one program of one call; the fused
-// cluster emits many calls into one program with the same code.
+// needs). The eager executor makes one program of one call; fused eager
+// lowers each call here once when it is recorded (its errors raise at the
+// call), and its cluster as a lowering::Graph.
 #pragma once
 
 #include <ATen/core/stack.h>
@@ -52,11 +53,6 @@ ProgramInputs declare_inputs(hlo::Builder& b, const CallState& st, bool needs_rn
 std::shared_ptr<OpMeta> lower_op(hlo::Builder& b, const ProgramInputs& in, const OpPlan& plan,
                                  const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
                                  const CallState& st, hlo::Values* results);
-
-// Emits a call already described by `meta` (no PyTorch call): the functional
-// results, or for an in-place call the storage's new value.
-hlo::Values emit_op(hlo::Builder& b, const ProgramInputs& in, const OpPlan& plan, const OpMeta& meta,
-                    const std::vector<ArgRecord>& records);
 
 // Pushes a functional call's results (after its arguments were dropped):
 // `result(j)` makes the j-th tensor; masked outputs become undefined tensors

@@ -9,7 +9,8 @@ namespace tt::lowering {
 namespace {
 
 std::string node_label(const GraphNode& n, size_t index) {
-  return "node " + std::to_string(index) + " (" + n.op + ")";
+  const char* step = n.step == GraphNode::Step::ReadView ? "view read" : "view write";
+  return "node " + std::to_string(index) + " (" + (n.step == GraphNode::Step::Op ? n.op : step) + ")";
 }
 
 Value lookup(const std::vector<Value>& vals, int id, const GraphNode& n, size_t index) {
@@ -27,16 +28,8 @@ Value host_constant(Builder& b, const GraphArg& g) {
 }
 
 Arg make_arg(Builder& b, const GraphArg& g, const std::vector<Value>& vals, const GraphNode& n, size_t index) {
-  Arg a;
-  a.kind = g.kind;
-  a.scalar_kind = g.scalar_kind;
-  a.i = g.i;
-  a.d = g.d;
-  a.b = g.b;
-  a.ints = g.ints;
-  a.doubles = g.doubles;
-  a.bools = g.bools;
-  a.s = g.s;
+  Arg a(g);
+  a.contiguous = g.contiguous;
   if (g.kind == Arg::Kind::Tensor) {
     if (g.number) {
       a.tensor = host_constant(b, g);
@@ -45,11 +38,21 @@ Arg make_arg(Builder& b, const GraphArg& g, const std::vector<Value>& vals, cons
       a.tensor = lookup(vals, g.value, n, index);
     }
   } else if (g.kind == Arg::Kind::Scalar) {
-    a.tensor = host_constant(b, g);
+    a.tensor = g.value >= 0 ? lookup(vals, g.value, n, index) : host_constant(b, g);
   } else if (g.kind == Arg::Kind::TensorList) {
     for (int id : g.values) a.tensors.push_back(id < 0 ? Value{} : lookup(vals, id, n, index));
   }
   return a;
+}
+
+void emit_view_step(Builder& b, const GraphNode& n, size_t index, std::vector<Value>& vals) {
+  if (n.out_values.size() != 1 || n.out_values[0] < 0 ||
+      n.args.size() != (n.step == GraphNode::Step::WriteView ? 2u : 1u))
+    throw LoweringError(node_label(n, index) + ": a view step reads its storage (and value) and makes one value");
+  Value storage = lookup(vals, n.args[0].value, n, index);
+  vals[n.out_values[0]] = n.step == GraphNode::Step::ReadView
+                              ? read_tensor(b, storage, n.dtype, n.view)
+                              : write_tensor(b, storage, n.dtype, n.view, lookup(vals, n.args[1].value, n, index));
 }
 
 }  // namespace
@@ -59,7 +62,7 @@ LoweredGraph lower_graph(const Graph& g) {
   bool needs_rng = false;
   for (const auto& n : g.nodes) {
     for (int id : n.out_values) max_id = std::max(max_id, id);
-    const Rule* r = find_rule(n.op);
+    const Rule* r = n.step == GraphNode::Step::Op ? find_rule(n.op) : nullptr;
     needs_rng |= r && r->needs_rng;
   }
   Builder b;
@@ -74,9 +77,13 @@ LoweredGraph lower_graph(const Graph& g) {
   int64_t counters = 0;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const GraphNode& n = g.nodes[k];
+    if (n.step != GraphNode::Step::Op) {
+      emit_view_step(b, n, k, vals);
+      continue;
+    }
     const Rule* rule = find_rule(n.op);
     if (!rule) throw LoweringError(node_label(n, k) + ": no tpu lowering rule");
-    if (n.out_values.size() != n.out_types.size())
+    if (n.types_known && n.out_values.size() != n.out_types.size())
       throw LoweringError(node_label(n, k) + ": result ids and types differ in number");
     std::vector<bool> masked;
     for (int id : n.out_values) masked.push_back(id < 0);
@@ -93,7 +100,7 @@ LoweredGraph lower_graph(const Graph& g) {
     }
     Values results;
     try {
-      results = call_rule(b, *rule, args, ctx, masked);
+      results = call_rule(b, *rule, args, ctx, masked, n.types_known);
     } catch (const RuleContractError& e) {
       throw RuleContractError("graph " + node_label(n, k) + ": " + e.what());
     } catch (const LoweringError& e) {
@@ -103,11 +110,29 @@ LoweredGraph lower_graph(const Graph& g) {
       // so report them as a lowering problem; the caller runs eagerly.
       throw LoweringError(node_label(n, k) + ": " + e.what());
     }
+    if (!n.types_known) {
+      // The rule's own results, masked ones absent, in the order the node
+      // names them (an in-place node names only the first).
+      std::vector<Value> present;
+      for (const auto& r : results)
+        if (r.valid()) present.push_back(r);
+      size_t named = std::count_if(n.out_values.begin(), n.out_values.end(), [](int id) { return id >= 0; });
+      if (present.size() < named)
+        throw RuleContractError("graph " + node_label(n, k) + " gave " + std::to_string(present.size()) +
+                                " results; " + std::to_string(named) + " were recorded");
+      size_t p = 0;
+      for (int id : n.out_values)
+        if (id >= 0) vals[id] = present[p++];
+      if (rule->needs_rng) counters += std::max<int64_t>(n.rng_counters, 0);
+      continue;
+    }
+    int64_t drawn = 0;
     for (size_t j = 0; j < results.size(); ++j) {
       if (masked[j]) continue;
       vals[n.out_values[j]] = results[j];
-      if (rule->needs_rng) counters += numel(n.out_types[j].shape);
+      drawn += numel(n.out_types[j].shape);
     }
+    if (rule->needs_rng) counters += n.rng_counters >= 0 ? n.rng_counters : drawn;
   }
 
   LoweredGraph out;

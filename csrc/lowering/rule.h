@@ -30,23 +30,19 @@ using hlo::Type;
 using hlo::Value;
 using hlo::Values;
 
-// One argument of an ATen op as a rule sees it.
-struct Arg {
+// The host side of one argument of an ATen op: its kind and every
+// non-tensor value. The one description that an eager call's record
+// (backend::ArgRecord), a graph node's argument (GraphArg) and the rule's
+// Arg share; each adds only where a tensor's value comes from.
+struct HostArg {
   enum class Kind { None, Tensor, TensorList, Scalar, Int, Double, Bool, IntList, DoubleList, BoolList, String };
   Kind kind = Kind::None;
-  // Tensor: the logical value. `wrapped` marks a Python number that PyTorch
-  // wrapped into a 0-d tensor; it promotes like a Scalar.
-  Value tensor;
+  // Tensor: a Python number that PyTorch wrapped into a 0-d tensor; it
+  // promotes like a Scalar.
   bool wrapped = false;
-  // Tensor: whether PyTorch sees it as contiguous. Eager calls know the
-  // view's strides; inside a whole graph it is assumed. Only for the rare op
-  // whose results PyTorch defines by strides (det's LU of A or of A^T).
-  bool contiguous = true;
-  // TensorList (a `Tensor?[]` entry that is None is an invalid Value).
-  Values tensors;
-  // Scalar: a 0-d runtime value (f64, i64 or i1) so that a changing scalar
-  // does not recompile; `scalar_kind` is its Python category. Its host value
-  // is in d / i / b too, usable only by rules flagged static_scalars.
+  // Scalar: its Python category (f64, i64 or i1). Its host value is in
+  // d / i / b too, usable only by rules flagged static_scalars (a Scalar is
+  // otherwise a runtime value, so that a changing scalar does not recompile).
   DType scalar_kind = DType::F64;
   int64_t i = 0;
   double d = 0.0;
@@ -55,6 +51,22 @@ struct Arg {
   std::vector<double> doubles;
   std::vector<bool> bools;
   std::string s;
+};
+
+// One argument of an ATen op as a rule sees it: the host fields, and the
+// values inside the program being built.
+struct Arg : HostArg {
+  // Tensor: the logical value; Scalar: its 0-d runtime value.
+  Value tensor;
+  // Tensor: whether PyTorch sees it as contiguous. Eager calls know the
+  // view's strides; inside a whole graph it is assumed. Only for the rare op
+  // whose results PyTorch defines by strides (det's LU of A or of A^T).
+  bool contiguous = true;
+  // TensorList (a `Tensor?[]` entry that is None is an invalid Value).
+  Values tensors;
+
+  Arg() = default;
+  explicit Arg(const HostArg& host) : HostArg(host) {}
 
   bool is_none() const { return kind == Kind::None; }
   bool is_tensor() const { return kind == Kind::Tensor; }

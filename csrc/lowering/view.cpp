@@ -153,4 +153,13 @@ Value reinterpret_storage(Builder& b, Value storage, DType t) {
   return b.emit1("stablehlo.bitcast_convert", {b.reshape(f, {n / r, r})}, Type{t, {n / r}});
 }
 
+Value read_tensor(Builder& b, Value storage, DType t, const View& v) {
+  return read_view(b, reinterpret_storage(b, storage, t), v);
+}
+
+Value write_tensor(Builder& b, Value storage, DType t, const View& v, Value value) {
+  Value written = write_view(b, reinterpret_storage(b, storage, t), v, b.broadcast_to(b.convert(value, t), v.sizes));
+  return b.reshape(reinterpret_storage(b, written, storage.dtype()), storage.shape());
+}
+
 }  // namespace tt::lowering

@@ -34,4 +34,12 @@ Value write_view(Builder& b, Value storage, const View& v, Value value);
 // u8[4n], u8[4n] -> f32[n] (the byte count must divide). bool is one byte of 0/1.
 Value reinterpret_storage(Builder& b, Value storage, DType t);
 
+// A tensor of dtype `t` seen through `v` in `storage` (of any dtype: a view
+// of another dtype's bytes reads them reinterpreted).
+Value read_tensor(Builder& b, Value storage, DType t, const View& v);
+// The storage after writing `value` (converted to `t`, broadcast to v.sizes)
+// through the view: an in-place op's write-back. It keeps storage's dtype
+// and shape.
+Value write_tensor(Builder& b, Value storage, DType t, const View& v, Value value);
+
 }  // namespace tt::lowering
