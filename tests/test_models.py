@@ -5,7 +5,7 @@ generate() of 20 tokens with the default dynamic KV cache and a static cache.
 Zero CPU fallbacks (the suite runs with TORCH_TPU_FALLBACK=error).
 generate() checks stop tokens with isin, and the grouped_mm experts count
 tokens per expert with histc: those rules live in the OpInfo family's files
-(ops/order_stats.cpp, ops/search_hist.cpp)."""
+(ops/order_statistics.cpp, ops/searching.cpp)."""
 import copy
 import os
 

@@ -73,8 +73,12 @@ if "torch._dynamo" in _sys.modules:
 def cache_info():
     """Program cache counters.
 
-    In-memory program cache: hits, misses, entries; compiles and
-    compile_seconds count XLA compilations. Persistent compile cache (this
+    In-memory program cache, shared by every mode (bounded by
+    TORCH_TPU_PROGRAM_CACHE_ENTRIES, least recently used evicted first):
+    hits, misses, entries, evictions; compiles and compile_seconds count XLA
+    compilations. The same counters per mode are under "modes": "eager"
+    (one op), "fused" (a fused eager cluster), "graph" (a torch.compile
+    graph); the top-level ones are their sums. Persistent compile cache (this
     process): disk_hits (programs loaded from disk instead of compiled),
     disk_misses, disk_rejected (corrupt or mismatched entries, ignored and
     replaced), disk_writes, disk_evictions, disk_load_seconds,
@@ -121,8 +125,13 @@ def runtime_info():
     return dict(_C._runtime_info())
 
 
-def lowered_ops():
-    """Names of the ATen overloads with a native lowering rule."""
+def lowered_ops(where=False):
+    """Names of the ATen overloads with a native lowering rule; with
+    where=True, {name: "csrc/lowering/ops/<file>.cpp:<line>"}, the rule's
+    source."""
+    if where:
+        sources = _C._rule_sources()
+        return {name: sources[name] for name in _C._rule_names()}
     return list(_C._rule_names())
 
 

@@ -9,6 +9,7 @@
 
 #include "backend/device_storage.h"
 #include "backend/executor.h"
+#include "backend/program_runner.h"
 #include "backend/storage_contents.h"
 #include "backend/tpu_device.h"
 #include "lowering/view.h"
@@ -87,6 +88,7 @@ void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
 // returns (CUDA copies to pageable memory are synchronous too).
 void download(const at::Tensor& self, const at::Tensor& src) {
   runtime::BufferPtr buf = dense_buffer(src);
+  verify_device_checks();  // the host waits here: raise what earlier programs found
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
   buf->ToHost(host.mutable_data_ptr(), host.nbytes());
   self.copy_(host);

@@ -146,7 +146,7 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   for (const auto& s : st.storages) inputs.add(s.buffer.get());
   for (const auto& s : st.scalars) inputs.add(scalar_buffer(s, device));
   if (meta.needs_rng) inputs.add_rng(st.generator, device, meta.rng_counters);
-  std::vector<runtime::BufferPtr> outs = run_program(*program->exe, inputs, device, meta.producer);
+  std::vector<runtime::BufferPtr> outs = run_program(*program->exe, inputs, device, meta.producer, meta.checks);
 
   if (plan.mode == Mode::Inplace) {
     set_buffer(st.storages[st.records[0].storage].storage, outs.at(0));

@@ -141,7 +141,7 @@ lowering::Graph numbered_graph(const Cluster& c, const std::vector<int>& outs) {
   return g;
 }
 
-runtime::ExecutablePtr compile(const Cluster& c, const std::vector<int>& outs) {
+std::shared_ptr<CachedProgram> compile(const Cluster& c, const std::vector<int>& outs) {
   lowering::set_matmul_precision(c.precision);
   lowering::LoweredGraph lowered;
   try {
@@ -151,8 +151,12 @@ runtime::ExecutablePtr compile(const Cluster& c, const std::vector<int>& outs) {
     TORCH_CHECK(false, "tpu: lowering ", describe(c), " failed: ", e.what());
   }
   TORCH_CHECK(lowered.needs_rng == (c.rng != nullptr), "tpu: ", describe(c), " disagrees on drawing random numbers");
-  return compile_program(lowered.module_text, ProgramMode::Fused, describe(c),
-                         " (run with TORCH_TPU_EAGER_MODE=strict or TORCH_TPU_LAUNCH_BLOCKING=1 to find the op)");
+  auto p = std::make_shared<CachedProgram>();
+  p->exe = compile_program(lowered.module_text, ProgramMode::Fused, describe(c),
+                           " (run with TORCH_TPU_EAGER_MODE=strict or TORCH_TPU_LAUNCH_BLOCKING=1 to find the op)");
+  if (!lowered.checks.empty())
+    p->checks = std::make_shared<const std::vector<lowering::CheckInfo>>(std::move(lowered.checks));
+  return p;
 }
 
 // Runs a detached cluster and hands each live result its buffer.
@@ -178,8 +182,7 @@ void run(Cluster& c, const char* reason) {
   try {
     std::shared_ptr<CachedProgram> prog = find_program(key, ProgramMode::Fused);
     if (!prog) {
-      prog = std::make_shared<CachedProgram>();
-      prog->exe = compile(c, outs);
+      prog = compile(c, outs);
       store_program(key, ProgramMode::Fused, prog);
     }
     ProgramArgs inputs;
@@ -188,7 +191,7 @@ void run(Cluster& c, const char* reason) {
       inputs.add(c.seed_word.get());
       inputs.add(c.offset_word.get());
     }
-    std::vector<runtime::BufferPtr> bufs = run_program(*prog->exe, inputs, c.device, describe(c));
+    std::vector<runtime::BufferPtr> bufs = run_program(*prog->exe, inputs, c.device, describe(c), prog->checks);
     for (size_t i = 0; i < live.size(); ++i) live[i]->result = bufs.at(i);
   } catch (const std::exception& e) {
     for (auto& pv : live) pv->error = e.what();

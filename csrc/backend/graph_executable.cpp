@@ -20,6 +20,8 @@ GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
   outputs_ = std::move(lowered.outputs);
   needs_rng_ = lowered.needs_rng;
   rng_counters_ = lowered.rng_counters;
+  if (!lowered.checks.empty())
+    checks_ = std::make_shared<const std::vector<lowering::CheckInfo>>(std::move(lowered.checks));
   // Identical programs (the same graph compiled twice) share one executable.
   key_ = "graph:" + runtime::ToHex(runtime::Sha256::Of(text_));
   what_ = "graph " + name_ + " (" + std::to_string(g.nodes.size()) + " ops)";
@@ -67,7 +69,7 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
     }
   }
   if (needs_rng_) args.add_rng(std::nullopt, device, rng_counters_);
-  std::vector<runtime::BufferPtr> outs = run_program(*executable(), args, device, what_);
+  std::vector<runtime::BufferPtr> outs = run_program(*executable(), args, device, what_, checks_);
   std::vector<at::Tensor> results;
   for (size_t i = 0; i < outs.size(); ++i)
     results.push_back(wrap_buffer(outs[i], outputs_[i].shape,

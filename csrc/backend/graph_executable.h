@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/program_runner.h"
 #include "lowering/graph.h"
 #include "runtime/runtime.h"
 
@@ -34,6 +35,7 @@ class GraphExecutable {
   std::string name_;
   std::string text_;
   std::string key_, what_;
+  CheckList checks_;
   std::vector<hlo::Type> inputs_, outputs_;
   bool needs_rng_ = false;
   int64_t rng_counters_ = 0;

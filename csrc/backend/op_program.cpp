@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "backend/storage_contents.h"
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 #include "lowering/rule_call.h"
 #include "lowering/view.h"
@@ -118,10 +119,12 @@ Arg build_arg(hlo::Builder& b, const ArgRecord& r, const ProgramInputs& in) {
 // When the types are not known, `derived_list_sizes` receives the shape of
 // the returns as the rule produced them.
 hlo::Values emit_impl(hlo::Builder& b, const ProgramInputs& in, const OpPlan& plan, const OpMeta& meta,
-                      const std::vector<ArgRecord>& records, std::vector<int>* derived_list_sizes) {
+                      const std::vector<ArgRecord>& records, std::vector<int>* derived_list_sizes,
+                      std::vector<lowering::DeviceCheck>* checks) {
   lowering::Context ctx;
   ctx.op = plan.functional;
   ctx.out_types = meta.rule_types;
+  ctx.checks = checks;
   ctx.rng_seed = in.seed;
   ctx.rng_offset = in.offset;
   lowering::Args largs;
@@ -179,7 +182,9 @@ std::shared_ptr<OpMeta> lower_op(hlo::Builder& b, const ProgramInputs& in, const
     meta->types_known = infer_types(op, args, meta->rule_types, meta->list_sizes);
   }
   std::vector<int> derived;
-  *results = emit_impl(b, in, plan, *meta, st.records, &derived);
+  std::vector<lowering::DeviceCheck> checks;
+  *results = emit_impl(b, in, plan, *meta, st.records, &derived,
+                       lowering::device_checks_enabled() ? &checks : nullptr);
   if (!meta->types_known) meta->list_sizes = derived;
   if (plan.mode == Mode::Inplace) {
     meta->list_sizes = {-1};
@@ -192,6 +197,15 @@ std::shared_ptr<OpMeta> lower_op(hlo::Builder& b, const ProgramInputs& in, const
   }
   meta->needs_rng = plan.rule->needs_rng;
   meta->producer = plan.functional + "(" + describe_args(st) + ")";
+  if (!checks.empty()) {
+    auto infos = std::make_shared<std::vector<lowering::CheckInfo>>();
+    for (auto& k : checks) {
+      k.info.message = plan.functional + ": " + k.info.message;
+      infos->push_back(k.info);
+    }
+    meta->checks = std::move(infos);
+    results->push_back(lowering::pack_checks(b, checks));
+  }
   return meta;
 }
 

@@ -36,6 +36,9 @@ struct OpMeta {
   bool needs_rng = false;
   int64_t rng_counters = 0;
   std::string producer;               // "aten::add.Tensor(f32[2, 3], ...)", for errors
+  // The call's device checks (lowering/device_check.h): when set, its
+  // program returns their flags as one more result, after the others.
+  std::shared_ptr<const std::vector<lowering::CheckInfo>> checks;
 };
 
 // The values a call reads inside a program.
@@ -48,7 +51,8 @@ struct ProgramInputs {
 ProgramInputs declare_inputs(hlo::Builder& b, const CallState& st, bool needs_rng);
 
 // Infers the result types with PyTorch's meta kernels (its argument checks
-// raise here), emits the rule into `b` and describes the results. Throws
+// raise here), emits the rule into `b` and describes the results (`results`
+// ends with the device checks' flags when meta->checks is set). Throws
 // lowering::LoweringError when the rule declines these arguments.
 std::shared_ptr<OpMeta> lower_op(hlo::Builder& b, const ProgramInputs& in, const OpPlan& plan,
                                  const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,

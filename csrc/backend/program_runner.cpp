@@ -10,6 +10,7 @@
 
 #include "backend/generator.h"
 #include "backend/tpu_device.h"
+#include "lowering/device_check.h"
 
 namespace tt::backend {
 namespace {
@@ -160,8 +161,46 @@ bool launch_blocking() {
   return on;
 }
 
+namespace {
+
+struct PendingChecks {
+  runtime::BufferPtr flags;
+  CheckList checks;
+};
+std::mutex g_checks_mu;
+std::vector<PendingChecks> g_checks;
+
+}  // namespace
+
+void verify_device_checks() {
+  std::vector<PendingChecks> pending;
+  {
+    std::lock_guard<std::mutex> lock(g_checks_mu);
+    if (g_checks.empty()) return;
+    pending.swap(g_checks);
+  }
+  for (const auto& p : pending) {
+    std::vector<int64_t> words(2 * p.checks->size());
+    try {
+      p.flags->ToHost(words.data(), words.size() * sizeof(int64_t));
+    } catch (const runtime::Error&) {
+      continue;  // the program itself failed; that error reaches its results' readers
+    }
+    for (size_t k = 0; k < p.checks->size(); ++k) {
+      if (!words[2 * k]) continue;
+      const lowering::CheckInfo& info = (*p.checks)[k];
+      std::string msg = lowering::check_message(info, words[2 * k + 1]);
+      switch (info.error) {
+        case lowering::CheckError::Index: TORCH_CHECK_INDEX(false, msg);
+        case lowering::CheckError::Value: TORCH_CHECK_VALUE(false, msg);
+        case lowering::CheckError::Runtime: TORCH_CHECK(false, msg);
+      }
+    }
+  }
+}
+
 std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, const ProgramArgs& args, int device,
-                                            const std::string& what) {
+                                            const std::string& what, const CheckList& checks) {
   std::vector<runtime::BufferPtr> outs;
   try {
     outs = exe.Execute(args.list(), device);
@@ -178,6 +217,18 @@ std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, cons
     }
   } else if (!outs.empty()) {
     track_pending(outs.back());
+  }
+  if (checks && !checks->empty() && !outs.empty()) {
+    runtime::BufferPtr flags = std::move(outs.back());
+    outs.pop_back();
+    bool now;
+    {
+      std::lock_guard<std::mutex> lock(g_checks_mu);
+      g_checks.push_back({std::move(flags), checks});
+      // A long run of programs without a host wait: verify the backlog.
+      now = launch_blocking() || g_checks.size() >= 1024;
+    }
+    if (now) verify_device_checks();
   }
   return outs;
 }

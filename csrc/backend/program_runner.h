@@ -4,7 +4,8 @@
 //   - compiling: timing, the persistent cache (through the runtime), and the
 //     dump of a program XLA rejects (TORCH_TPU_DUMP_FAILED);
 //   - running: the RNG inputs, out of memory becoming torch.OutOfMemoryError,
-//     TORCH_TPU_LAUNCH_BLOCKING, and tracking pending results;
+//     TORCH_TPU_LAUNCH_BLOCKING, tracking pending results, and the device
+//     checks' flags (raised when the host next waits);
 //   - one bounded least-recently-used cache of executables shared by the
 //     modes, with counters per mode (torch_tpu.cache_info()).
 #pragma once
@@ -19,11 +20,16 @@
 #include <utility>
 #include <vector>
 
+#include "lowering/rule.h"
 #include "runtime/runtime.h"
 
 namespace tt::backend {
 
 struct OpMeta;  // op_program.h: what lowering one eager call taught
+
+// A program's device checks (lowering/device_check.h), in the order of its
+// last result's (bad, value) pairs.
+using CheckList = std::shared_ptr<const std::vector<lowering::CheckInfo>>;
 
 enum class ProgramMode { Eager = 0, Fused = 1, Graph = 2 };
 constexpr size_t kProgramModes = 3;
@@ -35,6 +41,7 @@ const char* program_mode_name(ProgramMode mode);
 struct CachedProgram {
   runtime::ExecutablePtr exe;
   std::shared_ptr<OpMeta> meta;
+  CheckList checks;  // fused clusters (an eager call's are in meta)
 };
 
 struct ModeCounters {
@@ -87,8 +94,17 @@ bool launch_blocking();
 // Runs `exe` on `device`. Out of memory raises torch.OutOfMemoryError, any
 // other failure a RuntimeError, each naming `what`. The results are tracked
 // as pending (torch.tpu.synchronize waits for them), or waited for under
-// launch blocking.
+// launch blocking. With `checks`, the last result is their flags: it is not
+// returned but kept until the host next waits (verify_device_checks), or
+// verified at once under launch blocking.
 std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, const ProgramArgs& args, int device,
-                                            const std::string& what);
+                                            const std::string& what, const CheckList& checks = nullptr);
+
+// Reads the flags of every program run since the last call and raises the
+// first failed check as PyTorch's CPU kernel would (IndexError, RuntimeError
+// or ValueError, naming the op and the bad value). Called wherever the host
+// waits: a copy to the host, torch.tpu.synchronize. Results already computed
+// stay as they are, and the process stays usable.
+void verify_device_checks();
 
 }  // namespace tt::backend

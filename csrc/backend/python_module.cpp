@@ -4,6 +4,8 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <map>
+
 #include "backend/cpu_fallback.h"
 #include "backend/eager_decomposition.h"
 #include "backend/executor.h"
@@ -103,8 +105,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_current_device", &backend::current_device);
   m.def("_set_device", &backend::set_current_device);
   m.def("_synchronize", [](int d) {
-    py::gil_scoped_release no_gil;
-    backend::synchronize(d);
+    {
+      py::gil_scoped_release no_gil;
+      backend::synchronize(d);
+    }
+    backend::verify_device_checks();  // raises with the GIL held
   });
   m.def("_memory_allocated", [](int d) { return backend::runtime_for(d).live_bytes(d); });
   m.def("_max_memory_allocated", [](int d) { return backend::runtime_for(d).peak_bytes(d); });
@@ -183,6 +188,24 @@ PYBIND11_MODULE(_C, m) {
   m.def("_registered_ops", &backend::registered_ops);
   m.def("_rule_names", [] { return lowering::rule_names(false); });
   m.def("_graph_rule_names", [] { return lowering::rule_names(true); });
+  m.def("_padding_facts", [] {
+    // {op: (kind, {argument: identity or "ignore"})}, for the shape buckets.
+    py::dict facts;
+    static const char* kinds[] = {"view", "elementwise", "creation", "fills"};
+    for (const auto& n : lowering::padded_op_names()) {
+      const lowering::Padding* p = lowering::find_padding(n);
+      py::dict fills;
+      for (const auto& f : p->fills)
+        fills[py::str(f.arg)] = f.ignore_index ? py::object(py::str("ignore")) : py::object(py::float_(f.value));
+      facts[py::str(n)] = py::make_tuple(kinds[static_cast<int>(p->kind)], fills);
+    }
+    return facts;
+  });
+  m.def("_rule_sources", [] {
+    std::map<std::string, std::string> where;
+    for (const auto& n : lowering::rule_names(true)) where[n] = lowering::find_rule(n)->source;
+    return where;
+  });
   m.def("_queue_seed", &backend::queue_seed);
   m.def("_default_generator", [](int d) {
     backend::runtime_for(d);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 #include "lowering/rule_call.h"
 
@@ -75,6 +76,7 @@ LoweredGraph lower_graph(const Graph& g) {
   }
 
   int64_t counters = 0;
+  std::vector<DeviceCheck> checks;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const GraphNode& n = g.nodes[k];
     if (n.step != GraphNode::Step::Op) {
@@ -92,6 +94,8 @@ LoweredGraph lower_graph(const Graph& g) {
     Context ctx;
     ctx.op = n.op;
     ctx.out_types = n.out_types;
+    std::vector<DeviceCheck> node_checks;
+    if (device_checks_enabled()) ctx.checks = &node_checks;
     if (rule->needs_rng) {
       // Each random node draws from its own counter range, as consecutive
       // eager ops would.
@@ -109,6 +113,10 @@ LoweredGraph lower_graph(const Graph& g) {
       // Shape errors surface here only for graphs PyTorch already checked,
       // so report them as a lowering problem; the caller runs eagerly.
       throw LoweringError(node_label(n, k) + ": " + e.what());
+    }
+    for (auto& check : node_checks) {
+      check.info.message = n.op + ": " + check.info.message;
+      checks.push_back(std::move(check));
     }
     if (!n.types_known) {
       // The rule's own results, masked ones absent, in the order the node
@@ -144,6 +152,8 @@ LoweredGraph lower_graph(const Graph& g) {
     results.push_back(vals[id]);
     out.outputs.push_back(vals[id].type);
   }
+  for (const auto& check : checks) out.checks.push_back(check.info);
+  if (!checks.empty()) results.push_back(pack_checks(b, checks));
   b.set_results(results);
   out.module_text = b.module_text();
   out.needs_rng = needs_rng;

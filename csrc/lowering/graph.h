@@ -61,6 +61,9 @@ struct LoweredGraph {
   // each run advances the generator by rng_counters.
   bool needs_rng = false;
   int64_t rng_counters = 0;
+  // The nodes' device checks (messages prefixed with their op): when there
+  // are any, the program returns one s64[2n] result after `outputs`.
+  std::vector<CheckInfo> checks;
 };
 
 // Throws LoweringError naming the node when an op has no rule or its rule

@@ -125,6 +125,14 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+double host_scalar(const Arg& a) {
+  if (a.kind == Arg::Kind::Int) return static_cast<double>(a.i);
+  if (a.kind == Arg::Kind::Double) return a.d;
+  if (a.scalar_kind == DType::F64) return a.d;
+  if (a.scalar_kind == DType::Pred) return a.b ? 1 : 0;
+  return static_cast<double>(a.i);
+}
+
 }  // namespace tt::lowering
 
 // ---- reductions and matmul -------------------------------------------------------

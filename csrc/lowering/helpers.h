@@ -44,6 +44,9 @@ Value elementwise(Builder& b, const std::vector<const Arg*>& args, const Type& o
 // Product of a shape, as int64.
 int64_t numel(const Shape& s);
 
+// A Scalar's host value (rules registered with static_scalars only).
+double host_scalar(const Arg& a);
+
 }  // namespace tt::lowering
 
 // ---- reductions and matmul -------------------------------------------------------

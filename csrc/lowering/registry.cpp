@@ -12,6 +12,10 @@ std::map<std::string, Rule>& table() {
   static std::map<std::string, Rule> t;
   return t;
 }
+std::map<std::string, Padding>& paddings() {
+  static std::map<std::string, Padding> t;
+  return t;
+}
 }  // namespace
 
 void register_rule(const std::string& name, Rule rule) {
@@ -29,6 +33,28 @@ std::vector<std::string> rule_names(bool include_graph_only) {
   for (const auto& kv : table())
     if (include_graph_only || !kv.second.graph_only) names.push_back(kv.first);
   return names;
+}
+
+void register_padding(const std::string& name, Padding padding) {
+  if (paddings().count(name)) throw std::logic_error("duplicate padding facts for " + name);
+  paddings()[name] = std::move(padding);
+}
+
+const Padding* find_padding(const std::string& name) {
+  auto it = paddings().find(name);
+  return it == paddings().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> padded_op_names() {
+  std::vector<std::string> names;
+  for (const auto& kv : paddings()) names.push_back(kv.first);
+  return names;
+}
+
+std::string source_location(const char* file, int line) {
+  std::string f = file ? file : "?";
+  size_t at = f.rfind("csrc/");
+  return (at == std::string::npos ? f : f.substr(at)) + ":" + std::to_string(line);
 }
 
 const Type& Context::out(size_t i) const {

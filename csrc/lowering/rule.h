@@ -75,9 +75,25 @@ struct Arg : HostArg {
 };
 using Args = std::vector<Arg>;
 
+// A data-dependent check computed on the device (lowering/device_check.h):
+// the exception PyTorch's CPU kernel raises for the bad datum, and its
+// message, where "{}" stands for the offending value.
+enum class CheckError { Index, Runtime, Value };
+struct CheckInfo {
+  CheckError error = CheckError::Runtime;
+  std::string message;
+};
+struct DeviceCheck {
+  CheckInfo info;
+  Value bad;    // 0-d i1: the data are bad
+  Value value;  // 0-d s64: the offending value
+};
+
 struct Context {
   std::string op;                 // the functional overload, "aten::add.Tensor"
   std::vector<Type> out_types;    // expected results (from PyTorch's meta kernels)
+  // Where rules record their device checks; null when checks are off.
+  std::vector<DeviceCheck>* checks = nullptr;
   // Counter-based RNG state for rules registered with needs_rng: a 0-d ui64
   // seed and a 0-d ui64 offset (the generator's counter before this op).
   Value rng_seed, rng_offset;
@@ -100,24 +116,67 @@ struct Rule {
   // storage; factories are empty + fill_). The eager executor never
   // registers these.
   bool graph_only = false;
+  // Where the rule is written, "csrc/lowering/ops/arithmetic.cpp:42"
+  // (torch_tpu.lowered_ops(where=True)).
+  std::string source;
 };
+
+// How an op treats padded inputs, for torch.compile's shape buckets
+// (torch_tpu/compiler/buckets.py), which pad symbolic sizes up to a bucket:
+//   View: the same op applied to a padding mask gives the result's mask;
+//   Elementwise: element by element (or by index only, as tril), so padding
+//     stays padding (pointwise-tagged ATen ops need no entry);
+//   Creation: makes a value from sizes alone, whose prefix is the real result;
+//   Fills: reduces or contracts over padded dimensions, so each listed tensor
+//     argument's padding is first replaced by the identity given (or by the
+//     op's ignore_index).
+// Declared with TT_PADDING beside the op's rule.
+struct PadFill {
+  std::string arg;
+  double value = 0.0;
+  bool ignore_index = false;
+};
+struct Padding {
+  enum class Kind { View, Elementwise, Creation, Fills };
+  Kind kind = Kind::Elementwise;
+  std::vector<PadFill> fills;
+  static Padding view() { return {Kind::View, {}}; }
+  static Padding elementwise() { return {Kind::Elementwise, {}}; }
+  static Padding creation() { return {Kind::Creation, {}}; }
+  static Padding fill(std::vector<PadFill> fills) { return {Kind::Fills, std::move(fills)}; }
+};
+void register_padding(const std::string& functional_name, Padding padding);
+const Padding* find_padding(const std::string& functional_name);
+std::vector<std::string> padded_op_names();
 
 // The table. Registration happens from static initializers in each rule file.
 void register_rule(const std::string& functional_name, Rule rule);
 const Rule* find_rule(const std::string& functional_name);
 // Eager-usable rules; with include_graph_only, also the graph-only ones.
 std::vector<std::string> rule_names(bool include_graph_only = false);
+// "csrc/...:line" from a compiler's __FILE__ and __LINE__.
+std::string source_location(const char* file, int line);
 
+// The registration statements record where they stand (the defaults are
+// evaluated at the TT_RULE / TT_GRAPH_RULE that constructs them).
 struct Registrar {
-  Registrar(std::initializer_list<const char*> names, RuleFn fn, bool needs_rng = false,
-            bool static_scalars = false) {
-    for (const char* n : names) register_rule(n, Rule{fn, needs_rng, static_scalars});
+  Registrar(std::initializer_list<const char*> names, RuleFn fn, bool needs_rng = false, bool static_scalars = false,
+            const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    for (const char* n : names)
+      register_rule(n, Rule{fn, needs_rng, static_scalars, false, source_location(file, line)});
   }
 };
 
 struct GraphRegistrar {
-  GraphRegistrar(std::initializer_list<const char*> names, RuleFn fn) {
-    for (const char* n : names) register_rule(n, Rule{fn, false, false, true});
+  GraphRegistrar(std::initializer_list<const char*> names, RuleFn fn, const char* file = __builtin_FILE(),
+                 int line = __builtin_LINE()) {
+    for (const char* n : names) register_rule(n, Rule{fn, false, false, true, source_location(file, line)});
+  }
+};
+
+struct PaddingRegistrar {
+  PaddingRegistrar(std::initializer_list<const char*> names, const Padding& p) {
+    for (const char* n : names) register_padding(n, p);
   }
 };
 
@@ -144,3 +203,5 @@ class InvalidArgument : public std::runtime_error {
 #define TT_RULE(...) static ::tt::lowering::Registrar TT_CONCAT(tt_rule_, __LINE__)(__VA_ARGS__)
 // A rule used only inside whole graphs (see Rule::graph_only).
 #define TT_GRAPH_RULE(...) static ::tt::lowering::GraphRegistrar TT_CONCAT(tt_graph_rule_, __LINE__)(__VA_ARGS__)
+// TT_PADDING({"aten::mm"}, Padding::fill({{"self", 0}, {"mat2", 0}})): see Padding.
+#define TT_PADDING(...) static ::tt::lowering::PaddingRegistrar TT_CONCAT(tt_padding_, __LINE__)(__VA_ARGS__)

@@ -24,6 +24,8 @@ value, a size used as a number, or a negative index into a padded dimension
 makes that graph compile per exact shape instead, with the reason in
 compile_stats()["bucket_fallbacks"]. Results equal the unpadded run's.
 """
+import functools
+import math
 import operator
 import os
 
@@ -32,6 +34,7 @@ import torch
 from torch.fx import Node
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from .. import _C
 from .graph_spec import GraphSpec, Unsupported, op_name
 
 aten = torch.ops.aten
@@ -125,48 +128,31 @@ def _sym_value(node):
 
 # ---- which ops take part -------------------------------------------------------------
 
-# Same op applied to the mask gives the mask of a merged dimension.
-_VIEWS = {"aten::view", "aten::_unsafe_view", "aten::reshape", "aten::expand", "aten::permute",
-          "aten::transpose.int", "aten::t", "aten::unsqueeze", "aten::squeeze.dim", "aten::squeeze.dims",
-          "aten::squeeze", "aten::alias", "aten::detach", "aten::clone", "aten::slice.Tensor", "aten::select.int",
-          "aten::lift_fresh_copy", "aten::split.Tensor", "aten::split_with_sizes", "aten::unbind.int"}
-# Element by element (or by index only, as tril): padding stays padding.
-_ELEMENTWISE = {"aten::where.self", "aten::masked_fill.Scalar", "aten::masked_fill.Tensor", "aten::_to_copy",
-                "aten::tril", "aten::triu", "aten::zeros_like", "aten::ones_like", "aten::full_like",
-                "aten::empty_like", "aten::fill.Scalar", "aten::fill.Tensor"}
-# Make a value from sizes alone: its prefix is the real result.
-_CREATION = {"aten::arange", "aten::arange.start", "aten::arange.start_step", "aten::full", "aten::zeros",
-             "aten::ones", "aten::empty.memory_format", "aten::empty_strided", "aten::new_zeros", "aten::new_ones",
-             "aten::new_full", "aten::new_empty", "aten::scalar_tensor"}
+# How each op treats padding is declared beside its lowering rule
+# (TT_PADDING in csrc/lowering/ops/*.cpp; see lowering::Padding).
+def _identity(v):
+    return int(v) if isinstance(v, float) and math.isfinite(v) and v.is_integer() else v
+
+
+@functools.lru_cache(maxsize=1)
+def _padding():
+    """({kind: op names}, {op: {argument: identity}}) from the rules' facts."""
+    facts = _C._padding_facts()
+    kinds = {k: {n for n, (kind, _) in facts.items() if kind == k} for k in ("view", "elementwise", "creation")}
+    fills = {n: {a: _identity(v) for a, v in f.items()} for n, (kind, f) in facts.items() if kind == "fills"}
+    return kinds, fills
+
+
+def _kind(name):
+    """"view", "elementwise", "creation", "fills", or None (no facts)."""
+    for kind, names in _padding()[0].items():
+        if name in names:
+            return kind
+    return "fills" if name in _padding()[1] else None
+
+
 # Size arguments that may hold a symbolic size (evaluated at the bucket).
 _SIZE_ARGS = {"size", "shape", "end", "stride", "sizes"}
-
-# Ops that reduce or contract over padded dimensions: the identity each tensor
-# argument's padding is replaced with ("ignore" = the op's ignore_index).
-_FILLS = {
-    "aten::mm": {"self": 0, "mat2": 0},
-    "aten::bmm": {"self": 0, "mat2": 0},
-    "aten::addmm": {"mat1": 0, "mat2": 0},
-    "aten::sum.dim_IntList": {"self": 0},
-    "aten::sum": {"self": 0},
-    "aten::_softmax": {"self": _NEG_INF},
-    "aten::_log_softmax": {"self": _NEG_INF},
-    "aten::amax": {"self": _NEG_INF},
-    "aten::logsumexp": {"self": _NEG_INF},
-    "aten::_softmax_backward_data": {"grad_output": 0, "output": 0},
-    "aten::_log_softmax_backward_data": {"grad_output": 0, "output": 0},
-    "aten::native_layer_norm": {},
-    "aten::native_layer_norm_backward": {"grad_out": 0, "input": 0, "mean": 0, "rstd": 0},
-    "aten::embedding_dense_backward": {"grad_output": 0},
-    "aten::index.Tensor": {},
-    "aten::index_select": {},
-    "aten::index_add": {"source": 0},
-    "aten::nll_loss_forward": {"self": 0, "target": "ignore"},
-    "aten::nll_loss_backward": {"self": 0, "target": "ignore"},
-    "aten::_scaled_dot_product_flash_attention_for_cpu": {"query": 0, "key": 0, "value": 0},
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": {
-        "grad_out": 0, "query": 0, "key": 0, "value": 0, "out": 0, "logsumexp": 0},
-}
 
 
 def _is_pointwise(target):
@@ -341,17 +327,18 @@ class PaddedGraphSpec(GraphSpec):
             return
         self._check_size_args(node, name)
         out = shape_exprs(node)
-        if not padded or name in _CREATION:
+        kind = _kind(name)
+        if not padded or kind == "creation":
             outs = self._out_exprs(node)
             if any(is_symbolic(e) for ex in outs for e in ex):
-                if name not in _CREATION and name not in _VIEWS:
+                if kind not in ("creation", "view"):
                     raise Unsupported(f"bucketing: {name} makes a padded value")
                 if any(not is_simple(e) for ex in outs for e in ex if is_symbolic(e)):
                     raise Unsupported(f"bucketing: {name} makes a merged padded dimension")
             super()._call(node, ids, vals)
             self._note(node, ids)
             return
-        if name in _VIEWS:
+        if kind == "view":
             self._check_view(node, name, vals)
             super()._call(node, ids, vals)
             self._note(node, ids)
@@ -373,7 +360,7 @@ class PaddedGraphSpec(GraphSpec):
         if name == "aten::slice_scatter":
             self._slice_scatter(node, ids, vals)
             return
-        if name in _ELEMENTWISE or _is_pointwise(target):
+        if kind == "elementwise" or _is_pointwise(target):
             super()._call(node, ids, vals)
             self._note(node, ids)
             if out is not None and any(is_symbolic(e) and not is_simple(e) for e in out):
@@ -387,11 +374,11 @@ class PaddedGraphSpec(GraphSpec):
         if name in ("aten::mean.dim", "aten::mean"):
             self._mean(node, ids, vals)
             return
-        if name not in _FILLS:
+        if kind != "fills":
             raise Unsupported(f"bucketing: no padded rule for {name}")
         self._check_reduction(node, name, vals)
         local = dict(ids)
-        fills = _FILLS[name]
+        fills = _padding()[1][name]
         schema_args = target._schema.arguments
         for i, arg in enumerate(schema_args):
             v = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)

@@ -2,9 +2,13 @@
 // threshold, gelu (erf and tanh), silu, mish, hardtanh, leaky_relu, elu, celu,
 // softplus, hardswish, hardsigmoid; threshold_backward, sigmoid_backward,
 // tanh_backward, gelu_backward, hardtanh_backward, leaky_relu_backward,
-// elu_backward, softplus_backward, hardswish_backward, hardsigmoid_backward.
+// elu_backward, softplus_backward, hardswish_backward, hardsigmoid_backward;
+// hardshrink, softshrink and their backward ops, log_sigmoid_forward /
+// log_sigmoid_backward, _prelu_kernel(_backward), glu / glu_backward,
+// rrelu_with_noise_functional in evaluation mode and rrelu_with_noise_backward.
 // Formulas follow PyTorch's CPU kernels; f16/bf16 compute in f32.
 #include <cmath>
+#include <stdexcept>
 
 #include "lowering/helpers.h"
 
@@ -21,6 +25,7 @@ constexpr double kSqrt2 = 1.41421356237309504880;     // M_SQRT2
 DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
 Value zeros(Builder& b, Value like) { return full_like(b, like, 0); }
+Value is_nan(Builder& b, Value x) { return b.compare(x, x, Cmp::NE); }
 
 // Arguments of an activation, converted to the compute type and the result
 // shape: tensors and Scalars alike (a None stays an invalid Value).
@@ -253,6 +258,159 @@ TT_RULE({"aten::hardswish_backward"}, [](Builder& b, const Args& a, const Contex
   Value r = b.select(b.compare(x, cst(b, x, 3), Cmp::LT), mid, g);
   return done(b, b.select(b.compare(x, cst(b, x, -3), Cmp::LE), zeros(b, g), r), c);
 });
+
+// In [-lambd, lambd]: 0 (NaN propagates through x * 0).
+Value shrink_band(Builder& b, Value x, Value lambd) {
+  return b.and_(b.compare(x, b.neg(lambd), Cmp::GE), b.compare(x, lambd, Cmp::LE));
+}
+
+TT_RULE({"aten::hardshrink"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  Value x = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value l = cast_to(b, a[1].value(), x.dtype(), out.shape);
+  return Values{b.convert(b.select(shrink_band(b, x, l), b.mul(x, cst(b, x, 0)), x), out.dtype)};
+});
+
+TT_RULE({"aten::softshrink"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  Value x = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value l = cast_to(b, a[1].value(), x.dtype(), out.shape);
+  Value r = b.select(b.compare(x, l, Cmp::GT), b.sub(x, l),
+                     b.select(b.compare(x, b.neg(l), Cmp::LT), b.add(x, l), b.mul(x, cst(b, x, 0))));
+  return Values{b.convert(r, out.dtype)};
+});
+
+// hardshrink_backward / softshrink_backward(grad, self, lambd): grad outside the band.
+TT_RULE({"aten::hardshrink_backward", "aten::softshrink_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  Value g = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value x = cast_to(b, a[1].value(), g.dtype(), out.shape);
+  Value l = cast_to(b, a[2].value(), g.dtype(), out.shape);
+  return Values{b.convert(b.select(shrink_band(b, x, l), cst(b, g, 0), g), out.dtype)};
+});
+
+// d/dx log(sigmoid(x)) = sigmoid(-x); the CPU's `buffer` argument is not needed.
+TT_RULE({"aten::log_sigmoid_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value g = cast_to(b, a[0].value(), ct, out.shape);
+  Value x = cast_to(b, a[1].value(), ct, out.shape);
+  return Values{b.convert(b.mul(g, b.unary("stablehlo.logistic", b.neg(x))), out.dtype)};
+});
+
+// log_sigmoid_forward(x) -> (output, buffer): min(x, 0) - log1p(exp(-|x|));
+// the buffer (a CPU-kernel detail) is returned as zeros: the backward above
+// does not read it.
+TT_RULE({"aten::log_sigmoid_forward"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out(0);
+  DType ct = upcast(out.dtype);
+  Value x = cast_to(b, a[0].value(), ct, out.shape);
+  Value r = b.sub(b.min(x, cst(b, x, 0)), b.unary("stablehlo.log_plus_one", b.exp(b.neg(b.abs(x)))));
+  r = b.select(is_nan(b, x), x, r);
+  return Values{b.convert(r, out.dtype), b.constant(0, c.out(1).dtype, c.out(1).shape)};
+});
+
+// _prelu_kernel(self, weight): weight already broadcasts against self.
+TT_RULE({"aten::_prelu_kernel"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value x = cast_to(b, a[0].value(), ct, out.shape);
+  Value w = cast_to(b, a[1].value(), ct, out.shape);
+  return Values{b.convert(b.select(b.compare(x, cst(b, x, 0), Cmp::GT), x, b.mul(w, x)), out.dtype)};
+});
+
+// Sums `x` (shape `full`) down to `target`, a shape that broadcasts to it.
+Value sum_to(Builder& b, Value x, const Shape& target) {
+  if (x.shape() == target) return x;
+  int64_t lead = x.rank() - static_cast<int64_t>(target.size());
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (i < lead || (target[i - lead] == 1 && x.shape()[i] != 1)) dims.push_back(i);
+  return b.reshape(reduce_sum(b, x, dims), target);
+}
+
+// _prelu_kernel_backward(grad, self, weight) -> (grad_self, grad_weight)
+TT_RULE({"aten::_prelu_kernel_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& gx_t = c.out(0);
+  const Type& gw_t = c.out(1);
+  Shape full = broadcast_shapes({a[1].value().shape(), a[2].value().shape()});
+  DType ct = upcast(gx_t.dtype);
+  Value g = cast_to(b, a[0].value(), ct, full);
+  Value x = cast_to(b, a[1].value(), ct, full);
+  Value w = cast_to(b, a[2].value(), ct, full);
+  Value pos = b.compare(x, cst(b, x, 0), Cmp::GT);
+  Value gx = b.select(pos, g, b.mul(w, g));
+  Value gw = b.select(pos, cst(b, g, 0), b.mul(x, g));
+  return Values{b.convert(sum_to(b, gx, gx_t.shape), gx_t.dtype), b.convert(sum_to(b, gw, gw_t.shape), gw_t.dtype)};
+});
+
+// The two halves of `x` along `dim`.
+std::pair<Value, Value> halves(Builder& b, Value x, int64_t dim) {
+  std::vector<int64_t> start(x.rank(), 0), mid = x.shape(), limit = x.shape();
+  int64_t h = x.shape()[dim] / 2;
+  mid[dim] = h;
+  Value lo = b.slice(x, start, mid);
+  start[dim] = h;
+  return {lo, b.slice(x, start, limit)};
+}
+
+// glu(x, dim) = a * sigmoid(b) for the halves a, b of x.
+TT_RULE({"aten::glu"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  int64_t dim = wrap_dim(a[1].i, x.rank());
+  if (x.shape()[dim] % 2) throw std::runtime_error("Halving dimension must be even, but dimension " +
+                                                   std::to_string(dim) + " is size " + std::to_string(x.shape()[dim]));
+  DType ct = upcast(c.out().dtype);
+  auto [p, q] = halves(b, b.convert(x, ct), dim);
+  // The CPU kernel rounds sigmoid(b) to the tensor's dtype before the product.
+  Value s = b.convert(b.convert(b.unary("stablehlo.logistic", q), c.out().dtype), ct);
+  return Values{b.convert(b.mul(p, s), c.out().dtype)};
+});
+
+// glu_backward(grad, self, dim): d/da = g s(b); d/db = g a s(b) (1 - s(b)).
+TT_RULE({"aten::glu_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[1].value();
+  int64_t dim = wrap_dim(a[2].i, x.rank());
+  DType ct = upcast(c.out().dtype);
+  Value g = b.convert(a[0].value(), ct);
+  auto [p, q] = halves(b, b.convert(x, ct), dim);
+  Value s = b.unary("stablehlo.logistic", q);
+  Value gp = b.mul(g, s);
+  Value gq = b.mul(b.mul(gp, p), b.sub(cst(b, s, 1), s));
+  return Values{b.convert(b.concatenate({gp, gq}, dim), c.out().dtype)};
+});
+
+// rrelu_with_noise_functional(self, noise, lower, upper, training, generator)
+//   -> (out, noise_out): in evaluation mode a leaky ReLU with slope
+// (lower + upper) / 2, the noise unchanged. (The eager op rrelu_with_noise
+// writes `noise` in place, which the backend's registration does not map to
+// a rule; training mode's random slopes are declined.)
+TT_RULE({"aten::rrelu_with_noise_functional"}, [](Builder& b, const Args& a, const Context& c) {
+  if (a[4].b) throw LoweringError("rrelu_with_noise in training mode draws its noise in place");
+  Value x = a[0].value();
+  const Type& o = c.out();
+  DType ct = upcast(x.dtype());
+  Value slope = b.div(b.add(b.convert(a[2].value(), DType::F64), b.convert(a[3].value(), DType::F64)),
+                      b.constant(2, DType::F64));
+  Value xc = b.convert(x, ct);
+  Value neg = b.mul(xc, b.broadcast_in_dim(b.convert(slope, ct), xc.shape(), {}));
+  Value r = b.select(b.compare(xc, full(b, 0, ct, xc.shape()), Cmp::GT), xc, neg);
+  return Values{b.convert(r, o.dtype), a[1].value()};
+});
+
+// rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training,
+//                           self_is_result)
+TT_RULE({"aten::rrelu_with_noise_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  Value g = a[0].value(), x = a[1].value();
+  DType ct = upcast(g.dtype());
+  Value gc = b.convert(g, ct), xc = b.convert(x, ct);
+  double lower = host_scalar(a[3]), upper = host_scalar(a[4]);
+  if (a[5].b && upper - lower > 1e-6)
+    return Values{b.convert(b.mul(gc, b.convert(a[2].value(), ct)), c.out().dtype)};
+  Value slope = b.constant((lower + upper) / 2, ct, gc.shape());
+  Value r = b.select(b.compare(xc, full(b, 0, ct, xc.shape()), Cmp::GT), gc, b.mul(gc, slope));
+  return Values{b.convert(r, c.out().dtype)};
+}, false, true);
 
 }  // namespace
 }  // namespace tt::lowering

@@ -107,6 +107,8 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu"}, [](Builder& b, co
   lse = b.reshape(lse, {g.batch, g.hq, g.l});
   return Values{b.convert(out, c.out(0).dtype), b.convert(lse, c.out(1).dtype)};
 });
+TT_PADDING({"aten::_scaled_dot_product_flash_attention_for_cpu"},
+           Padding::fill({{"query", 0}, {"key", 0}, {"value", 0}}));
 
 // _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key,
 //   value, out, logsumexp, dropout_p, is_causal, *, attn_mask, scale)
@@ -144,6 +146,8 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
   Value dk = b.dot_general(ds, qg, {0, 1}, {0, 1}, {2}, {2}, acc, prec);  // (B, Hk, S, E)
   return Values{b.convert(dq, c.out(0).dtype), b.convert(dk, c.out(1).dtype), b.convert(dv, c.out(2).dtype)};
 });
+TT_PADDING({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
+           Padding::fill({{"grad_out", 0}, {"query", 0}, {"key", 0}, {"value", 0}, {"out", 0}, {"logsumexp", 0}}));
 
 }  // namespace
 }  // namespace tt::lowering

@@ -27,16 +27,18 @@ Values compare_rule(Builder& b, const Args& a, const Context& c, Cmp dir) {
   return {b.compare(x, y, dir)};
 }
 
-#define TT_COMPARE(name, dir)                                                                 \
-  TT_RULE({"aten::" name ".Tensor", "aten::" name ".Scalar"},                                \
-          [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, dir); })
-TT_COMPARE("eq", Cmp::EQ);
-TT_COMPARE("ne", Cmp::NE);
-TT_COMPARE("lt", Cmp::LT);
-TT_COMPARE("le", Cmp::LE);
-TT_COMPARE("gt", Cmp::GT);
-TT_COMPARE("ge", Cmp::GE);
-#undef TT_COMPARE
+TT_RULE({"aten::eq.Tensor", "aten::eq.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, Cmp::EQ); });
+TT_RULE({"aten::ne.Tensor", "aten::ne.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, Cmp::NE); });
+TT_RULE({"aten::lt.Tensor", "aten::lt.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, Cmp::LT); });
+TT_RULE({"aten::le.Tensor", "aten::le.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, Cmp::LE); });
+TT_RULE({"aten::gt.Tensor", "aten::gt.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, Cmp::GT); });
+TT_RULE({"aten::ge.Tensor", "aten::ge.Scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return compare_rule(b, a, c, Cmp::GE); });
 
 // logical_*: each operand is truthy-converted; the result takes out's type
 // (bool for the functional form).
@@ -91,6 +93,7 @@ TT_RULE({"aten::where.self"}, [](Builder& b, const Args& a, const Context& c) {
   Value y = cast_to(b, a[2].value(), out.dtype, out.shape);
   return Values{b.select(cond, x, y)};
 });
+TT_PADDING({"aten::where.self"}, Padding::elementwise());
 
 // masked_fill(self, mask, value): value cast to self's type (.Scalar: a
 // runtime scalar; .Tensor: a 0-d tensor).
@@ -102,6 +105,7 @@ TT_RULE({"aten::masked_fill.Scalar", "aten::masked_fill.Tensor"}, [](Builder& b,
   if (v.rank() != 0) throw LoweringError("masked_fill only supports a 0-dimensional value tensor");
   return Values{b.select(mask, cast_to(b, v, out.dtype, out.shape), x)};
 });
+TT_PADDING({"aten::masked_fill.Scalar", "aten::masked_fill.Tensor"}, Padding::elementwise());
 
 // Float-class predicates: always false for integer and bool tensors.
 Values float_class(Builder& b, const Args& a, const Context& c,

@@ -18,20 +18,26 @@ TT_GRAPH_RULE({"aten::view", "aten::_unsafe_view", "aten::view_copy", "aten::_re
               [](Builder& b, const Args& a, const Context& c) {
                 return Values{b.reshape(a[0].value(), c.out().shape)};
               });
+TT_PADDING({"aten::view", "aten::_unsafe_view", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims",
+            "aten::unsqueeze", "aten::alias", "aten::detach", "aten::lift_fresh_copy"},
+           Padding::view());
 
 TT_GRAPH_RULE({"aten::expand", "aten::expand_copy"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{b.broadcast_to(a[0].value(), c.out().shape)};
 });
+TT_PADDING({"aten::expand"}, Padding::view());
 
 TT_GRAPH_RULE({"aten::permute", "aten::permute_copy"}, [](Builder& b, const Args& a, const Context&) {
   Value x = a[0].value();
   return Values{b.transpose(x, wrap_dims(a[1].ints, x.rank()))};
 });
+TT_PADDING({"aten::permute"}, Padding::view());
 
 TT_GRAPH_RULE({"aten::t", "aten::t_copy"}, [](Builder& b, const Args& a, const Context&) {
   Value x = a[0].value();
   return Values{x.rank() < 2 ? x : b.transpose(x, {1, 0})};
 });
+TT_PADDING({"aten::t"}, Padding::view());
 
 TT_GRAPH_RULE({"aten::transpose.int", "aten::transpose_copy.int"}, [](Builder& b, const Args& a, const Context&) {
   Value x = a[0].value();
@@ -41,6 +47,7 @@ TT_GRAPH_RULE({"aten::transpose.int", "aten::transpose_copy.int"}, [](Builder& b
   std::swap(perm[wrap_dim(a[1].i, x.rank())], perm[wrap_dim(a[2].i, x.rank())]);
   return Values{b.transpose(x, perm)};
 });
+TT_PADDING({"aten::transpose.int"}, Padding::view());
 
 // PyTorch's slice bounds: None is the end, negatives count from the end, and
 // both clamp to [0, size] with end >= start.
@@ -68,6 +75,7 @@ TT_GRAPH_RULE({"aten::slice.Tensor", "aten::slice_copy.Tensor"}, [](Builder& b, 
   auto [s, e] = slice_bounds(a[2], a[3], x.shape()[dim]);
   return Values{slice_dim(b, x, dim, s, e, a[4].i)};
 });
+TT_PADDING({"aten::slice.Tensor"}, Padding::view());
 
 // select.int(self, dim, index)
 TT_GRAPH_RULE({"aten::select.int", "aten::select_copy.int"}, [](Builder& b, const Args& a, const Context& c) {
@@ -77,6 +85,7 @@ TT_GRAPH_RULE({"aten::select.int", "aten::select_copy.int"}, [](Builder& b, cons
   if (i < 0 || i >= x.shape()[dim]) throw LoweringError("select: index out of range");
   return Values{b.reshape(slice_dim(b, x, dim, i, i + 1, 1), c.out().shape)};
 });
+TT_PADDING({"aten::select.int"}, Padding::view());
 
 // split.Tensor(self, split_size, dim), split_with_sizes(self, sizes, dim)
 // and unbind.int(self, dim): consecutive slices along dim, sized by the
@@ -97,6 +106,7 @@ TT_GRAPH_RULE({"aten::split.Tensor", "aten::split_with_sizes", "aten::unbind.int
                 }
                 return out;
               });
+TT_PADDING({"aten::split.Tensor", "aten::split_with_sizes", "aten::unbind.int"}, Padding::view());
 
 // The permutation that moves dims d1 and d2 last, the others kept in order.
 std::vector<int64_t> diagonal_last_perm(int64_t rank, int64_t d1, int64_t d2) {
@@ -202,10 +212,15 @@ TT_GRAPH_RULE({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_
                 // Uninitialised memory may hold anything; zeros are a valid choice.
                 return Values{full(b, 0, c.out().dtype, c.out().shape)};
               });
+TT_PADDING({"aten::empty_like", "aten::zeros_like"}, Padding::elementwise());
+TT_PADDING({"aten::empty.memory_format", "aten::empty_strided", "aten::new_empty", "aten::zeros", "aten::new_zeros"},
+           Padding::creation());
 
 TT_GRAPH_RULE({"aten::ones", "aten::ones_like", "aten::new_ones"}, [](Builder& b, const Args&, const Context& c) {
   return Values{full(b, 1, c.out().dtype, c.out().shape)};
 });
+TT_PADDING({"aten::ones_like"}, Padding::elementwise());
+TT_PADDING({"aten::ones", "aten::new_ones"}, Padding::creation());
 
 // full(size, fill_value), full_like(self, fill_value), new_full(self, size,
 // fill_value), scalar_tensor(s): the Scalar converted and broadcast.
@@ -214,12 +229,15 @@ TT_GRAPH_RULE({"aten::full", "aten::full_like", "aten::new_full", "aten::scalar_
                 size_t k = c.op == "aten::full" || c.op == "aten::full_like" ? 1 : c.op == "aten::new_full" ? 2 : 0;
                 return Values{cast_to(b, a[k].value(), c.out().dtype, c.out().shape)};
               });
+TT_PADDING({"aten::full_like"}, Padding::elementwise());
+TT_PADDING({"aten::full", "aten::new_full", "aten::scalar_tensor"}, Padding::creation());
 
 // _to_copy(self, dtype, ...): a conversion (the caller keeps device moves
 // out of graphs).
 TT_GRAPH_RULE({"aten::_to_copy", "prims::convert_element_type"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{convert_dtype(b, a[0].value(), c.out().dtype)};
 });
+TT_PADDING({"aten::_to_copy"}, Padding::elementwise());
 
 // ---- prims that Dynamo itself emits ----------------------------------------------
 

@@ -1,14 +1,18 @@
-// Indexing: index_select, gather, scatter / scatter_add / scatter_reduce,
+// Indexing: index_select, embedding, gather, scatter / scatter_add / scatter_reduce,
 // index_add / index_copy / index_fill, take / put, advanced indexing
-// (index.Tensor) and index_put, embedding's backward. Negative indices are
+// (index.Tensor) and index_put, masked_scatter, nonzero_static (nonzero with
+// a fixed result size), embedding's backward. Negative indices are
 // wrapped as PyTorch does; out-of-range indices are not checked on the device
 // (StableHLO gather clamps and scatter drops them).
 #include <algorithm>
 
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 
 namespace tt::lowering {
 namespace {
+
+using hlo::Cmp;
 
 // idx (any integer type) as s64 with negative values wrapped by `size`.
 Value wrap_index(Builder& b, Value idx, int64_t size) {
@@ -41,6 +45,12 @@ TT_RULE({"aten::index_select"}, [](Builder& b, const Args& a, const Context& c) 
     throw std::runtime_error("index_select(): Expected dtype int32 or int64 for index");
   if (x.rank() == 0) return Values{b.reshape(x, c.out().shape)};
   int64_t n = idx.type.numel();
+  // The CPU kernel's own path for dim 1 words the error differently.
+  if (dim == 1)
+    check_index_range(b, c, idx, 0, x.shape()[dim], CheckError::Runtime,
+                      "INDICES element is out of DATA bounds, id={} axis_dim=" + std::to_string(x.shape()[dim]));
+  else
+    check_index_range(b, c, idx, 0, x.shape()[dim], CheckError::Index, "index out of range in self");
   idx = b.reshape(wrap_index(b, idx, x.shape()[dim]), {n, 1});
   hlo::Builder::GatherDims dn;
   for (int64_t d = 0; d < x.rank(); ++d) if (d != dim) dn.offset_dims.push_back(d);
@@ -53,12 +63,33 @@ TT_RULE({"aten::index_select"}, [](Builder& b, const Args& a, const Context& c) 
   out[dim] = n;
   return Values{b.reshape(b.gather(x, idx, dn, sizes, out), c.out().shape)};
 });
+TT_PADDING({"aten::index_select"}, Padding::fill({}));
+
+// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): the
+// rows of weight at indices, shaped indices.shape + [embedding_dim].
+TT_RULE({"aten::embedding"}, [](Builder& b, const Args& a, const Context& c) {
+  Value w = a[0].value(), idx = a[1].value();
+  if (w.rank() != 2) throw LoweringError("embedding: weight must be 2-D");
+  int64_t n = idx.type.numel();
+  if (n == 0) return Values{full(b, 0, w.dtype(), c.out().shape)};
+  check_index_range(b, c, idx, 0, w.shape()[0], CheckError::Index, "index out of range in self");
+  Value rows = b.reshape(wrap_index(b, idx, w.shape()[0]), {n, 1});
+  hlo::Builder::GatherDims dn;
+  dn.offset_dims = {1};
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  return Values{b.reshape(b.gather(w, rows, dn, {1, w.shape()[1]}, {n, w.shape()[1]}), c.out().shape)};
+});
 
 TT_RULE({"aten::gather"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value(), index = a[2].value();
   int64_t dim = wrap_dim(a[1].i, x.rank());
   if (index.type.numel() == 0) return Values{full(b, 0, c.out().dtype, c.out().shape)};
   if (x.rank() == 0) return Values{b.broadcast_in_dim(x, c.out().shape, {})};  // index must be 0
+  check_index_range(b, c, index, 0, x.shape()[dim], CheckError::Runtime,
+                    "index {} is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                        std::to_string(x.shape()[dim]));
   Value coords = coordinates(b, index, dim, x.shape()[dim]);
   hlo::Builder::GatherDims dn;
   for (int64_t d = 0; d < x.rank(); ++d) {
@@ -106,6 +137,9 @@ Values scatter_rule(Builder& b, const Args& a, const Context& c, const std::stri
     dn.scatter_dims_to_operand_dims.push_back(d);
   }
   dn.index_vector_dim = index.rank();
+  check_index_range(b, c, index, 0, x.shape()[dim], CheckError::Runtime,
+                    "index {} is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                        std::to_string(x.shape()[dim]));
   return {b.scatter(x, coordinates(b, index, dim, x.shape()[dim]), src, dn, combiner(reduce))};
 }
 
@@ -124,6 +158,9 @@ TT_RULE({"aten::index_add"}, [](Builder& b, const Args& a, const Context& c) {
   Value v = b.convert(src, x.dtype());
   if (!a[4].is_none()) v = b.mul(v, cast_to(b, a[4].value(), x.dtype(), v.shape()));
   if (x.rank() == 0) return Values{b.add(x, b.reshape(v, {}))};
+  check_index_range(b, c, a[2].value(), 0, x.shape()[dim], CheckError::Runtime,
+                    "index {} is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                        std::to_string(x.shape()[dim]));
   Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
   hlo::Builder::ScatterDims dn;
   for (int64_t d = 0; d < x.rank(); ++d) {
@@ -133,6 +170,7 @@ TT_RULE({"aten::index_add"}, [](Builder& b, const Args& a, const Context& c) {
   dn.index_vector_dim = v.rank();
   return Values{b.scatter(x, coordinates(b, idx, dim, x.shape()[dim]), v, dn, combiner("add"))};
 });
+TT_PADDING({"aten::index_add"}, Padding::fill({{"source", 0}}));
 
 // Scatters `updates` (shaped like `index`) into `base` along `dim` with `combine`.
 Value scatter_along(Builder& b, Value base, Value index, int64_t dim, Value updates, const hlo::Body& combine) {
@@ -194,6 +232,9 @@ TT_RULE({"aten::scatter_reduce.two"}, [](Builder& b, const Args& a, const Contex
   int64_t dim = wrap_dim(a[1].i, x.rank());
   Value src = b.convert(a[3].value(), x.dtype());
   src = b.slice(src, std::vector<int64_t>(src.rank(), 0), index.shape());
+  check_index_range(b, c, index, 0, x.shape()[dim], CheckError::Runtime,
+                    "index {} is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                        std::to_string(x.shape()[dim]));
   return Values{reduce_into(b, x, dim, index, src, reduce, a[5].b)};
 });
 
@@ -211,6 +252,7 @@ TT_RULE({"aten::index_reduce"}, [](Builder& b, const Args& a, const Context& c) 
     v = b.reshape(v, {1});
   }
   int64_t dim = wrap_dim(a[1].i, x.rank());
+  check_index_range(b, c, a[2].value(), 0, x.shape()[dim], CheckError::Index, "index out of range in self");
   Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
   Value r = reduce_into(b, x, dim, idx, v, reduce, a[5].b);
   return Values{b.reshape(r, c.out().shape)};
@@ -225,6 +267,9 @@ TT_RULE({"aten::index_copy"}, [](Builder& b, const Args& a, const Context& c) {
   int64_t dim = wrap_dim(a[1].i, x.rank());
   Value v = b.convert(src, x.dtype());
   if (v.rank() == 0) v = b.reshape(v, {1});
+  check_index_range(b, c, a[2].value(), 0, x.shape()[dim], CheckError::Index,
+                    "index_copy_(): index {} is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                        std::to_string(x.shape()[dim]));
   Value idx = b.broadcast_in_dim(b.reshape(a[2].value(), {a[2].value().type.numel()}), v.shape(), {dim});
   return Values{scatter_along(b, x, idx, dim, v, nullptr)};
 });
@@ -242,6 +287,9 @@ TT_RULE({"aten::index_fill.int_Scalar", "aten::index_fill.int_Tensor"},
   Value v = b.broadcast_in_dim(b.convert(a[3].value(), x.dtype()), x.shape(), {});
   if (x.rank() == 0) return Values{v};
   int64_t dim = wrap_dim(a[1].i, x.rank()), n = x.shape()[dim];
+  check_index_range(b, c, index, -n, n, CheckError::Index,
+                    "index {} is out of bounds for dimension " + std::to_string(dim) + " with size " +
+                        std::to_string(x.shape()[dim]));
   Value iv = b.reshape(wrap_index(b, index, n), {m});
   Type pair{DType::S64, {n, m}};
   Value hit = b.compare(b.iota(pair, 0), b.broadcast_in_dim(iv, {n, m}, {1}), hlo::Cmp::EQ);
@@ -256,6 +304,8 @@ TT_RULE({"aten::take"}, [](Builder& b, const Args& a, const Context& c) {
   if (m == 0) return Values{full(b, 0, x.dtype(), index.shape())};
   if (n == 0) throw std::out_of_range("take(): tried to take from an empty tensor");
   Value flat = b.reshape(x, {n});
+  check_index_range(b, c, index, -n, n, CheckError::Index,
+                    "out of range: tried to access index {} on a tensor of " + std::to_string(n) + " elements.");
   Value idx = b.reshape(wrap_index(b, index, n), {m, 1});
   hlo::Builder::GatherDims dn;
   dn.collapsed_slice_dims = {0};
@@ -276,6 +326,8 @@ TT_RULE({"aten::put"}, [](Builder& b, const Args& a, const Context& c) {
                              ", index.numel() = " + std::to_string(m));
   if (n == 0) throw std::out_of_range("put_(): Tried to put elements into an empty tensor");
   Value src = b.reshape(b.convert(a[2].value(), x.dtype()), {m});
+  check_index_range(b, c, index, -n, n, CheckError::Index,
+                    "out of range: tried to access index {} on a tensor of " + std::to_string(n) + " elements.");
   Value idx = b.reshape(wrap_index(b, index, n), {m});
   Value r = scatter_along(b, b.reshape(x, {n}), idx, 0, src, a[3].b ? combiner("add") : nullptr);
   return Values{b.reshape(r, x.shape())};
@@ -292,7 +344,9 @@ struct AdvancedIndex {
   std::vector<int64_t> window_positions;  // result positions of the non-indexed dims
 };
 
-AdvancedIndex advanced_index(Builder& b, Value x, const Values& indices) {
+// Indices out of range raise as the CPU's (it numbers the dimension among
+// the indexed ones).
+AdvancedIndex advanced_index(Builder& b, const Context& c, Value x, const Values& indices) {
   AdvancedIndex ai;
   std::vector<Shape> shapes;
   Values present;
@@ -311,7 +365,11 @@ AdvancedIndex advanced_index(Builder& b, Value x, const Values& indices) {
   s1.push_back(1);
   Values parts;
   for (size_t k = 0; k < present.size(); ++k) {
-    Value i = wrap_index(b, b.broadcast_to(b.convert(present[k], DType::S64), ai.batch), x.shape()[ai.indexed[k]]);
+    int64_t size = x.shape()[ai.indexed[k]];
+    check_index_range(b, c, present[k], -size, size, CheckError::Index,
+                      "index {} is out of bounds for dimension " + std::to_string(k) + " with size " +
+                          std::to_string(size));
+    Value i = wrap_index(b, b.broadcast_to(b.convert(present[k], DType::S64), ai.batch), size);
     parts.push_back(b.reshape(i, s1));
   }
   ai.coords = b.concatenate(parts, static_cast<int64_t>(ai.batch.size()));
@@ -337,7 +395,7 @@ AdvancedIndex advanced_index(Builder& b, Value x, const Values& indices) {
 
 TT_RULE({"aten::index.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
-  AdvancedIndex ai = advanced_index(b, x, a[1].tensors);
+  AdvancedIndex ai = advanced_index(b, c, x, a[1].tensors);
   hlo::Builder::GatherDims dn;
   dn.offset_dims = ai.window_positions;
   dn.collapsed_slice_dims = ai.indexed;
@@ -348,6 +406,7 @@ TT_RULE({"aten::index.Tensor"}, [](Builder& b, const Args& a, const Context& c) 
   if (numel(ai.result) == 0) return Values{full(b, 0, x.dtype(), ai.result)};
   return Values{b.gather(x, ai.coords, dn, sizes, ai.result)};
 });
+TT_PADDING({"aten::index.Tensor"}, Padding::fill({}));
 
 // A lone boolean mask over the leading dims (x[mask] = v): the mask, else an
 // invalid Value.
@@ -407,7 +466,7 @@ TT_RULE({"aten::index_put", "aten::_index_put_impl"}, [](Builder& b, const Args&
     if (accumulate) v = x.dtype() == DType::Pred ? b.or_(x, v) : b.add(x, v);
     return Values{b.select(mask, v, x)};
   }
-  AdvancedIndex ai = advanced_index(b, x, a[1].tensors);
+  AdvancedIndex ai = advanced_index(b, c, x, a[1].tensors);
   if (numel(ai.result) == 0) return Values{x};
   Value given = a[2].value();
   bool fits = false;
@@ -428,6 +487,72 @@ TT_RULE({"aten::index_put", "aten::_index_put_impl"}, [](Builder& b, const Args&
   // The scatter's update dims must be ordered batch-dims-first when the
   // indexed dims are not adjacent; broadcast_to above already gives ai.result.
   return Values{b.scatter(x, ai.coords, values, dn, accumulate ? combiner("add") : nullptr)};
+});
+
+// Inclusive prefix sum along a 1-D value (a reduce_window).
+Value prefix_sum(Builder& b, Value x) {
+  int64_t n = x.shape()[0];
+  return b.reduce_window({x}, {b.constant(0, x.dtype())}, {n}, {1}, {1}, {1}, {{n - 1, 0}},
+                         [](Builder& b, const Values& v) { return Values{b.add(v[0], v[1])}; })[0];
+}
+
+// masked_scatter(self, mask, source): the k-th True position (in row-major
+// order) takes source's k-th element.
+TT_RULE({"aten::masked_scatter"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  int64_t n = numel(out.shape);
+  Value self = cast_to(b, a[0].value(), out.dtype, out.shape);
+  if (n == 0) return Values{self};
+  Value mask = b.reshape(cast_to(b, a[1].value(), DType::Pred, out.shape), {n});
+  Value src = b.convert(a[2].value(), out.dtype);
+  int64_t m = numel(src.shape());
+  if (m == 0) return Values{self};
+  src = b.reshape(src, {m});
+  Value k = b.sub(prefix_sum(b, b.convert(mask, DType::S64)), b.constant_int(1, DType::S64, {n}));
+  k = b.clamp(b.constant_int(0, DType::S64, {n}), k, b.constant_int(m - 1, DType::S64, {n}));
+  hlo::Builder::GatherDims dn;
+  dn.collapsed_slice_dims = {0};
+  dn.start_index_map = {0};
+  dn.index_vector_dim = 1;
+  Value taken = b.gather(src, b.reshape(k, {n, 1}), dn, {1}, {n});
+  return Values{b.reshape(b.select(mask, taken, b.reshape(self, {n})), out.shape)};
+});
+
+// nonzero_static(self, size, fill_value) -> [size, ndim] int64: the first
+// `size` non-zero positions in row-major order (a stable sort of the flat
+// indices by "is zero"), rows past the count filled with fill_value.
+TT_RULE({"aten::nonzero_static"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  Value x = a[0].value();
+  int64_t size = a[1].i, fill = a[2].i, rank = x.rank();
+  if (size < 0) throw InvalidArgument("nonzero_static: 'size' must be an non-negative integer");
+  int64_t n = numel(x.shape());
+  // A 0-d input has no coordinates: [size, 0].
+  if (rank == 0 || size == 0 || n == 0) return Values{b.constant_int(fill, DType::S64, out.shape)};
+  Value flat = b.reshape(x, {n});
+  Value zero = x.dtype() == DType::Pred ? b.constant_int(0, DType::Pred, {n}) : b.constant(0, x.dtype(), {n});
+  Value is_zero = b.convert(b.compare(flat, zero, Cmp::EQ), DType::S32);
+  Value pos = b.iota(Type{DType::S64, {n}}, 0);
+  Values sorted = b.sort({is_zero, pos}, 0, /*stable=*/true, [](Builder& b, const Values& v) {
+    return Values{b.compare(v[0], v[1], Cmp::LT)};
+  });
+  Value count = reduce_sum(b, b.convert(b.sub(b.constant_int(1, DType::S32, {n}), is_zero), DType::S64), {0});
+  Value idx = sorted[1];
+  if (size < n) idx = b.slice(idx, {0}, {size});
+  if (size > n) idx = b.pad(idx, b.constant_int(0, DType::S64), {0}, {size - n}, {0});
+  // Unravel each flat index into coordinates, last dim fastest.
+  Values coords(rank);
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Value q = b.div(idx, b.constant_int(stride, DType::S64, {size}));
+    coords[d] = b.reshape(b.binary("stablehlo.remainder", q, b.constant_int(x.shape()[d], DType::S64, {size})),
+                          {size, 1});
+    stride *= x.shape()[d];
+  }
+  Value r = rank == 1 ? coords[0] : b.concatenate(coords, 1);
+  Value row = b.iota(Type{DType::S64, {size, rank}}, 0);
+  Value valid = b.compare(row, b.broadcast_in_dim(count, {size, rank}, {}), Cmp::LT);
+  return Values{b.select(valid, r, b.constant_int(fill, DType::S64, {size, rank}))};
 });
 
 // embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
@@ -463,6 +588,7 @@ TT_RULE({"aten::embedding_dense_backward"}, [](Builder& b, const Args& a, const 
   }
   return Values{b.convert(out, c.out().dtype)};
 });
+TT_PADDING({"aten::embedding_dense_backward"}, Padding::fill({{"grad_output", 0}}));
 
 }  // namespace
 }  // namespace tt::lowering

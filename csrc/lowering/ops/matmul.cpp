@@ -1,7 +1,8 @@
-// Matrix products: mm, bmm, addmm, baddbmm, addbmm, dot, vdot, mv, addmv,
-// addr (torch.matmul and F.linear decompose into these). f16/bf16 multiply
-// in f32 and round once at the end, like PyTorch's CPU kernels; the float
-// precision comes from matmul_precision().
+// Products: mm, bmm, addmm, baddbmm, addbmm, dot, vdot, mv, addmv, addr
+// (torch.matmul and F.linear decompose into these), and linalg_cross (the
+// 3-vector cross product). f16/bf16 multiply in f32 and round once at the
+// end, like PyTorch's CPU kernels; the float precision comes from
+// matmul_precision().
 #include <stdexcept>
 
 #include "lowering/helpers.h"
@@ -52,11 +53,13 @@ TT_RULE({"aten::mm"}, [](Builder& b, const Args& a, const Context& c) {
   DType acc = compute_dtype(c.out().dtype);
   return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, acc)};
 });
+TT_PADDING({"aten::mm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
 
 TT_RULE({"aten::bmm"}, [](Builder& b, const Args& a, const Context& c) {
   DType acc = compute_dtype(c.out().dtype);
   return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, acc)};
 });
+TT_PADDING({"aten::bmm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
 
 TT_RULE({"aten::dot", "aten::vdot"}, [](Builder& b, const Args& a, const Context& c) {
   DType acc = compute_dtype(c.out().dtype);
@@ -74,6 +77,7 @@ TT_RULE({"aten::addmm"}, [](Builder& b, const Args& a, const Context& c) {
   Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, acc);
   return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
 });
+TT_PADDING({"aten::addmm"}, Padding::fill({{"mat1", 0}, {"mat2", 0}}));
 
 TT_RULE({"aten::baddbmm"}, [](Builder& b, const Args& a, const Context& c) {
   DType acc = compute_dtype(c.out().dtype);
@@ -102,6 +106,22 @@ TT_RULE({"aten::addr"}, [](Builder& b, const Args& a, const Context& c) {
   Shape s{v1.shape()[0], v2.shape()[0]};
   Value p = b.mul(b.broadcast_in_dim(v1, s, {0}), b.broadcast_in_dim(v2, s, {1}));
   return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
+});
+
+// linalg_cross(self, other, dim): the 3-vector cross product along dim.
+TT_RULE({"aten::linalg_cross"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  int64_t d = wrap_dim(a[2].i, out.rank());
+  Value x = cast_to(b, a[0].value(), out.dtype, out.shape), y = cast_to(b, a[1].value(), out.dtype, out.shape);
+  auto comp = [&](Value v, int64_t i) {
+    std::vector<int64_t> start(out.rank(), 0), limit = out.shape;
+    start[d] = i;
+    limit[d] = i + 1;
+    return b.slice(v, start, limit);
+  };
+  Value x0 = comp(x, 0), x1 = comp(x, 1), x2 = comp(x, 2), y0 = comp(y, 0), y1 = comp(y, 1), y2 = comp(y, 2);
+  return Values{b.concatenate({b.sub(b.mul(x1, y2), b.mul(x2, y1)), b.sub(b.mul(x2, y0), b.mul(x0, y2)),
+                               b.sub(b.mul(x0, y1), b.mul(x1, y0))}, d)};
 });
 
 }  // namespace

@@ -1,11 +1,14 @@
 // Normalization layers and their backward ops: native_layer_norm(_backward),
 // native_batch_norm (eval, and training without running stats),
 // _native_batch_norm_legit_functional / _no_training / .no_stats,
-// native_batch_norm_backward, native_group_norm(_backward). Statistics are
-// computed in f32 for f16/bf16 inputs (f64 stays f64).
+// native_batch_norm_backward, native_group_norm(_backward), and renorm (each
+// slice's p-norm capped at maxnorm). Statistics are computed in f32 for
+// f16/bf16 inputs (f64 stays f64).
 //
 // Output-mask convention for the backward ops: an output whose mask entry is
 // false is returned as an invalid Value (PyTorch returns an undefined tensor).
+#include <limits>
+
 #include "lowering/helpers.h"
 
 namespace tt::lowering {
@@ -14,6 +17,7 @@ namespace {
 using hlo::Cmp;
 
 DType stat_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
+DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 double count_of(const Shape& s, const std::vector<int64_t>& dims) {
   double n = 1;
@@ -64,6 +68,7 @@ TT_RULE({"aten::native_layer_norm"}, [](Builder& b, const Args& a, const Context
   Value r = b.reshape(b.slice(rstd, std::vector<int64_t>(x.rank(), 0), c.out(2).shape), c.out(2).shape);
   return Values{y, m, r};
 });
+TT_PADDING({"aten::native_layer_norm"}, Padding::fill({}));
 
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
 //                            weight?, bias?, output_mask) -> (gi, gw, gb)
@@ -89,6 +94,8 @@ TT_RULE({"aten::native_layer_norm_backward"}, [](Builder& b, const Args& a, cons
   if (mask(m, 2) && !a[6].is_none()) out[2] = b.reshape(reduce_sum(b, g, batch), a[6].value().shape());
   return out;
 });
+TT_PADDING({"aten::native_layer_norm_backward"},
+           Padding::fill({{"grad_out", 0}, {"input", 0}, {"mean", 0}, {"rstd", 0}}));
 
 // ---- batch norm ------------------------------------------------------------------------
 
@@ -280,6 +287,32 @@ TT_RULE({"aten::native_group_norm_backward"}, [](Builder& b, const Args& a, cons
     out[1] = b.reshape(reduce_sum(b, b.mul(g4, xhat), {0, 3}), {ch});
   if (mask(m, 2)) out[2] = b.reshape(reduce_sum(b, g4, {0, 3}), {ch});
   return out;
+});
+
+// ---- renorm ----------------------------------------------------------------------------
+
+// renorm(x, p, dim, maxnorm): each slice along dim whose p-norm exceeds
+// maxnorm is scaled by maxnorm / (norm + 1e-7), as PyTorch does.
+TT_RULE({"aten::renorm"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value x = b.convert(a[0].value(), ct);
+  int64_t d = wrap_dim(a[2].i, x.rank());
+  std::vector<int64_t> others;
+  for (int64_t k = 0; k < x.rank(); ++k)
+    if (k != d) others.push_back(k);
+  Value p = cast_to(b, a[1].value(), ct, x.shape());
+  Value norm = reduce_sum(b, b.binary("stablehlo.power", b.abs(x), p), others);
+  Shape ns = norm.shape();
+  Value pn = cast_to(b, a[1].value(), ct, ns);
+  norm = b.binary("stablehlo.power", norm, b.div(b.constant(1, ct, ns), pn));
+  // p = inf is the max norm (p is a runtime value: both are computed).
+  Value inf_norm = reduce_max(b, b.abs(x), others);
+  norm = b.select(b.compare(pn, b.constant(std::numeric_limits<double>::infinity(), ct, ns), Cmp::EQ), inf_norm, norm);
+  Value maxn = cast_to(b, a[3].value(), ct, ns);
+  Value f = b.select(b.compare(norm, maxn, Cmp::GT), b.div(maxn, b.add(norm, b.constant(1e-7, ct, ns))),
+                     b.constant(1, ct, ns));
+  return Values{b.convert(b.mul(x, expand_reduced(b, f, x.shape(), others)), out.dtype)};
 });
 
 }  // namespace

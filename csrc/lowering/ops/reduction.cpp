@@ -1,7 +1,8 @@
 // Reductions: sum, nansum, mean, prod, max/min (full and .dim with
 // first-occurrence indices), amax/amin, aminmax, argmax/argmin, var/std (and
-// var_mean/std_mean), linalg_vector_norm, any/all, count_nonzero, logsumexp,
-// cumsum/cumprod. f16/bf16 accumulate in f32 as PyTorch's CPU kernels do.
+// var_mean/std_mean), linalg_vector_norm and the legacy norm overloads,
+// any/all, count_nonzero, trace, logsumexp, cumsum/cumprod. f16/bf16
+// accumulate in f32 as PyTorch's CPU kernels do.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -54,6 +55,7 @@ TT_RULE({"aten::sum", "aten::sum.dim_IntList", "aten::nansum"},
           auto dims = a.size() > 2 ? dims_for(a[1], x, c.out()) : reduction_dims(all, x.rank());
           return Values{sum_like(b, x, dims, c.out(), false, c.op == "aten::nansum")};
         });
+TT_PADDING({"aten::sum", "aten::sum.dim_IntList"}, Padding::fill({{"self", 0}}));
 
 TT_RULE({"aten::prod", "aten::prod.dim_int"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
@@ -154,6 +156,7 @@ TT_RULE({"aten::amax", "aten::amin"}, [](Builder& b, const Args& a, const Contex
   Value r = c.op == "aten::amax" ? reduce_max(b, in, dims) : reduce_min(b, in, dims);
   return Values{b.reshape(r, c.out().shape)};
 });
+TT_PADDING({"aten::amax"}, Padding::fill({{"self", -INFINITY}}));
 
 TT_RULE({"aten::aminmax"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
@@ -236,6 +239,33 @@ TT_RULE({"aten::linalg_vector_norm"}, [](Builder& b, const Args& a, const Contex
   return Values{b.reshape(r, c.out().shape)};
 }, false, /*static_scalars=*/true);
 
+// The legacy norm overloads: norm(self, p?, dim, keepdim[, dtype]) and
+// norm(self, p[, dtype]) -> linalg_vector_norm(self, p, dim, keepdim, dtype).
+// p picks the algorithm, so Scalars are static here too.
+Values legacy_norm(Builder& b, const Args& a, const Context& c) {
+  const Rule* vn = find_rule("aten::linalg_vector_norm");
+  if (!vn) throw LoweringError("norm: linalg_vector_norm has no rule");
+  Args v(5);
+  v[0] = a[0];
+  v[1] = a.size() > 1 ? a[1] : Arg{};
+  if (v[1].is_none()) {
+    v[1].kind = Arg::Kind::Scalar;
+    v[1].d = 2.0;
+    v[1].i = 2;
+  }
+  bool has_dim = a.size() > 2 && a[2].kind == Arg::Kind::IntList;
+  if (has_dim) {
+    v[2] = a[2];
+    v[3] = a[3];
+  } else {
+    v[3].kind = Arg::Kind::Bool;
+    v[3].b = false;
+  }
+  return vn->fn(b, v, c);
+}
+TT_RULE({"aten::norm.Scalar", "aten::norm.ScalarOpt_dim", "aten::norm.ScalarOpt_dim_dtype",
+         "aten::norm.ScalarOpt_dtype"}, legacy_norm, false, /*static_scalars=*/true);
+
 // ---- any / all / count_nonzero ---------------------------------------------------------------
 
 Value nonzero(Builder& b, Value x) {
@@ -263,6 +293,20 @@ TT_RULE({"aten::count_nonzero.dim_IntList", "aten::count_nonzero"},
           return Values{b.reshape(r, c.out().shape)};
         });
 
+// ---- trace ------------------------------------------------------------------------------------
+
+// trace: the sum of the main diagonal (integers accumulate in int64).
+TT_RULE({"aten::trace"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  if (x.rank() != 2)
+    throw std::runtime_error("trace: expected a matrix, but got tensor with dim " + std::to_string(x.rank()));
+  DType acc = acc_dtype(c.out().dtype);
+  x = b.convert(x, acc);
+  Value diag = b.compare(b.iota(Type{DType::S64, x.shape()}, 0), b.iota(Type{DType::S64, x.shape()}, 1), Cmp::EQ);
+  Value s = reduce_sum(b, b.select(diag, x, b.constant(0, acc, x.shape())), {0, 1});
+  return Values{b.convert(s, c.out().dtype)};
+});
+
 // ---- logsumexp --------------------------------------------------------------------------------
 
 TT_RULE({"aten::logsumexp"}, [](Builder& b, const Args& a, const Context& c) {
@@ -277,6 +321,7 @@ TT_RULE({"aten::logsumexp"}, [](Builder& b, const Args& a, const Context& c) {
   Value s = reduce_sum(b, b.exp(b.sub(x, expand_reduced(b, m, x.shape(), dims))), dims);
   return Values{b.reshape(b.add(b.log(s), m), c.out().shape)};
 });
+TT_PADDING({"aten::logsumexp"}, Padding::fill({{"self", -INFINITY}}));
 
 // ---- cumulative ---------------------------------------------------------------------------------
 

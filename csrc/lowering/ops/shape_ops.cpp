@@ -1,9 +1,15 @@
-// Shape ops that produce new tensors: cat, flip, roll, tril/triu,
-// constant_pad_nd, and arange (a factory whose shape depends on its scalars).
+// Shape ops that produce new tensors: cat, flip, roll, channel_shuffle,
+// tril/triu, constant_pad_nd, and the factories arange (whose shape depends on
+// its scalars), eye, linspace and logspace.
+#include <stdexcept>
+
 #include "lowering/helpers.h"
 
 namespace tt::lowering {
 namespace {
+
+using hlo::Cmp;
+using hlo::is_float;
 
 TT_RULE({"aten::cat"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& o = c.out();
@@ -52,6 +58,22 @@ TT_RULE({"aten::roll"}, [](Builder& b, const Args& a, const Context&) {
   return Values{b.reshape(x, shape)};
 });
 
+// channel_shuffle(x, groups): [N, g, C/g, *] -> [N, C/g, g, *] -> [N, C, *].
+TT_RULE({"aten::channel_shuffle", "aten::native_channel_shuffle"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  int64_t g = a[1].i;
+  if (x.rank() < 3) throw std::runtime_error("channel_shuffle expects input to have at least 3 dimensions");
+  if (g <= 0 || x.shape()[1] % g)
+    throw std::runtime_error("Number of channels must be divisible by groups. Got " + std::to_string(x.shape()[1]) +
+                             " channels and " + std::to_string(g) + " groups.");
+  Shape s = x.shape();
+  Shape split{s[0], g, s[1] / g};
+  split.insert(split.end(), s.begin() + 2, s.end());
+  std::vector<int64_t> perm{0, 2, 1};
+  for (int64_t k = 3; k < static_cast<int64_t>(split.size()); ++k) perm.push_back(k);
+  return Values{b.reshape(b.transpose(b.reshape(x, split), perm), s)};
+});
+
 Values triangle(Builder& b, const Args& a, bool lower) {
   Value x = a[0].value();
   if (x.rank() < 2) throw LoweringError("tril/triu: input tensor must have at least 2 dimensions");
@@ -65,7 +87,9 @@ Values triangle(Builder& b, const Args& a, bool lower) {
 }
 
 TT_RULE({"aten::tril"}, [](Builder& b, const Args& a, const Context&) { return triangle(b, a, true); });
+TT_PADDING({"aten::tril"}, Padding::elementwise());
 TT_RULE({"aten::triu"}, [](Builder& b, const Args& a, const Context&) { return triangle(b, a, false); });
+TT_PADDING({"aten::triu"}, Padding::elementwise());
 
 // constant_pad_nd(self, pad, value): pad pairs start at the last dim;
 // negative pads crop (StableHLO pad accepts negative edge padding).
@@ -103,6 +127,7 @@ TT_RULE({"aten::arange", "aten::arange.start", "aten::arange.start_step"},
   Value i = b.iota(Type{ct, o.shape}, 0);
   return Values{b.convert(b.add(scalar(start, 0), b.mul(i, scalar(step, 1))), o.dtype)};
 }, false, /*static_scalars=*/true);
+TT_PADDING({"aten::arange", "aten::arange.start", "aten::arange.start_step"}, Padding::creation());
 
 // eye(n) / eye.m(n, m): ones where row == column.
 TT_RULE({"aten::eye", "aten::eye.m"}, [](Builder& b, const Args&, const Context& c) {
@@ -136,6 +161,27 @@ TT_RULE({"aten::linspace"}, [](Builder& b, const Args& a, const Context& c) {
   Value v = b.select(first_half, fwd, bwd);
   return Values{b.convert(v, o.dtype)};
 });
+
+// logspace(start, end, steps, base): base ** (linspace's points), with
+// linspace's two-sided stepping, in f64.
+TT_RULE({"aten::logspace"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& o = c.out();
+  if (!is_float(o.dtype)) throw LoweringError("integer logspace is not lowered yet");
+  int64_t n = a[2].i;
+  double base = a[3].d;
+  Shape s{n};
+  DType ct = DType::F64;
+  Value start = cast_to(b, a[0].value(), ct, s), end = cast_to(b, a[1].value(), ct, s);
+  Value e = start;
+  if (n > 1) {
+    Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, s));
+    Value i = b.iota(Type{ct, s}, 0);
+    Value fwd = b.add(start, b.mul(i, step));
+    Value bwd = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, s), i), step));
+    e = b.select(b.compare(i, b.constant(static_cast<double>(n / 2), ct, s), Cmp::LT), fwd, bwd);
+  }
+  return Values{b.convert(b.binary("stablehlo.power", b.constant(base, ct, s), e), o.dtype)};
+}, false, /*static_scalars=*/true);
 
 }  // namespace
 }  // namespace tt::lowering

@@ -1,5 +1,7 @@
 // _softmax, _log_softmax and their backward ops (what F.softmax,
 // F.log_softmax and F.cross_entropy reach). f16/bf16 compute in f32.
+#include <cmath>
+
 #include "lowering/helpers.h"
 
 namespace tt::lowering {
@@ -31,7 +33,9 @@ Values softmax_rule(Builder& b, const Args& a, const Context& c, bool log) {
 }
 
 TT_RULE({"aten::_softmax"}, [](Builder& b, const Args& a, const Context& c) { return softmax_rule(b, a, c, false); });
+TT_PADDING({"aten::_softmax"}, Padding::fill({{"self", -INFINITY}}));
 TT_RULE({"aten::_log_softmax"}, [](Builder& b, const Args& a, const Context& c) { return softmax_rule(b, a, c, true); });
+TT_PADDING({"aten::_log_softmax"}, Padding::fill({{"self", -INFINITY}}));
 
 // _softmax_backward_data(grad_output, output, dim, input_dtype):
 //   output * (grad - sum(grad * output, dim))
@@ -55,8 +59,10 @@ Values softmax_backward(Builder& b, const Args& a, const Context& c, bool log) {
 
 TT_RULE({"aten::_softmax_backward_data"},
         [](Builder& b, const Args& a, const Context& c) { return softmax_backward(b, a, c, false); });
+TT_PADDING({"aten::_softmax_backward_data"}, Padding::fill({{"grad_output", 0}, {"output", 0}}));
 TT_RULE({"aten::_log_softmax_backward_data"},
         [](Builder& b, const Args& a, const Context& c) { return softmax_backward(b, a, c, true); });
+TT_PADDING({"aten::_log_softmax_backward_data"}, Padding::fill({{"grad_output", 0}, {"output", 0}}));
 
 }  // namespace
 }  // namespace tt::lowering

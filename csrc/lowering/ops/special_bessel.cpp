@@ -2,7 +2,7 @@
 // them (ATen/native/Math.h, Cephes-derived): i0, special_i0e, special_i1,
 // special_modified_bessel_{i0,i1,k0,k1}, special_scaled_modified_bessel_
 // {k0,k1}, special_bessel_{j0,j1,y0,y1}, special_spherical_bessel_j0 and
-// special_airy_ai.
+// special_airy_ai; special_i1e is CHLO's bessel_i1e.
 //
 // Each is a piecewise rational or Chebyshev approximation with the branch
 // picked per element (both sides are evaluated, a select keeps one; the
@@ -472,6 +472,10 @@ UNARY_RULE("aten::special_bessel_y0", bessel_y0);
 UNARY_RULE("aten::special_bessel_y1", bessel_y1);
 UNARY_RULE("aten::special_spherical_bessel_j0", spherical_j0);
 UNARY_RULE("aten::special_airy_ai", airy_ai);
+
+TT_RULE({"aten::special_i1e"}, [](Builder& b, const Args& a, const Context& c) {
+  return float1(b, a, c, [](Builder& b, Value x) { return b.unary("chlo.bessel_i1e", x); });
+});
 
 }  // namespace
 }  // namespace tt::lowering

@@ -1,14 +1,18 @@
 // Evaluation helpers shared by the special-function rules
-// (special_polynomials.cpp, special_bessel.cpp, special_functions.cpp):
-// constants shaped like a value, Horner and Clenshaw (Cephes `chbevl`) sums
-// over coefficient lists, and the dtype a rule computes in.
+// (special_polynomials.cpp, special_bessel.cpp, special_gamma.cpp,
+// special_erf.cpp) and elementwise_math.cpp: constants shaped like a value,
+// Horner and Clenshaw (Cephes `chbevl`) sums over coefficient lists, 1-D
+// constant tables, the dtype a rule computes in, and the one-tensor /
+// two-operand float rule shapes.
 //
 // PyTorch's CPU kernels evaluate these functions in the tensor's scalar type
 // (float for float32) with the coefficients rounded to that type; the helpers
 // do the same so that results agree to a few ulps.
 #pragma once
 
+#include <cstdio>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "lowering/helpers.h"
@@ -16,6 +20,7 @@
 namespace tt::lowering::special {
 
 using hlo::Cmp;
+using hlo::is_float;
 
 // f16/bf16 compute in f32 (PyTorch upcasts them); f32 and f64 as they are.
 inline DType compute_type(DType out) {
@@ -62,6 +67,45 @@ inline Value any(Builder& b, Value pred) {
   std::vector<int64_t> dims(pred.rank());
   for (int64_t i = 0; i < pred.rank(); ++i) dims[i] = i;
   return b.reduce(pred, b.constant_int(0, DType::Pred), dims, "stablehlo.or");
+}
+
+// A 1-D constant tensor.
+inline Value table(Builder& b, const std::vector<double>& v, DType t) {
+  std::string lit = "dense<[";
+  char buf[40];
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::F64) std::snprintf(buf, sizeof buf, "%.17e", v[i]);
+    else std::snprintf(buf, sizeof buf, "%.9e", static_cast<double>(static_cast<float>(v[i])));
+    lit += (i ? ", " : "") + std::string(buf);
+  }
+  Type tt{t, {static_cast<int64_t>(v.size())}};
+  return b.emit1("stablehlo.constant", {}, tt, "value = " + lit + "]> : " + tt.str());
+}
+
+using Fn1 = std::function<Value(Builder&, Value)>;
+using Fn2 = std::function<Value(Builder&, Value, Value)>;
+
+// One tensor in, a float result (ints compute in the result's float type).
+inline Values float1(Builder& b, const Args& a, const Context& c, const Fn1& f, DType compute = DType::Pred) {
+  const Type& out = c.out();
+  if (!is_float(out.dtype)) throw LoweringError(c.op + ": unsupported result type " + hlo::mlir_name(out.dtype));
+  DType ct = compute == DType::Pred ? compute_type(out.dtype) : compute;
+  return {b.convert(f(b, cast_to(b, a[0].value(), ct, out.shape)), out.dtype)};
+}
+
+// Two operands promoted to the result type, computed in f32 for f16/bf16.
+inline Values binary(Builder& b, const Args& a, const Context& c, const Fn2& f, bool needs_float = true) {
+  const Type& out = c.out();
+  if (needs_float && !is_float(out.dtype)) throw LoweringError(c.op + ": non-float result");
+  return {elementwise(b, {&a[0], &a[1]}, out, [&](Builder& b, const Values& x) { return f(b, x[0], x[1]); },
+                      compute_type(out.dtype))};
+}
+
+// The sign bit of x (set for -0.0 too), read from its bits.
+inline Value sign_bit(Builder& b, Value x) {
+  DType it = x.dtype() == DType::F64 ? DType::S64 : DType::S32;
+  Value bits = b.bitcast_convert(x.dtype() == DType::F64 ? x : b.convert(x, DType::F32), it);
+  return b.compare(bits, b.constant_int(0, it, x.shape()), Cmp::LT);
 }
 
 }  // namespace tt::lowering::special

@@ -76,10 +76,6 @@ Values poly_rule(Builder& b, const Args& a, const Context& c, const PolyFn& f) {
                       compute_type(out.dtype))};
 }
 
-#define POLY_RULE(name, fn)                                                                   \
-  TT_RULE({"aten::" name, "aten::" name ".x_scalar", "aten::" name ".n_scalar"},            \
-          [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, fn); })
-
 // The Chebyshev family shares the step r = 2y q - p; y is x (or 2x - 1 for
 // the shifted ones, written y + y as the CPU kernel does).
 Value cheb_step_r(Builder& b, Value y, Value p, Value q) { return b.sub(b.mul(b.add(y, y), q), p); }
@@ -266,18 +262,42 @@ Value legendre_p(Builder& b, Value x, Value n) {
   return sel(b, lt(b, n, 0), 0, r);
 }
 
-POLY_RULE("special_chebyshev_polynomial_t", chebyshev_t);
-POLY_RULE("special_chebyshev_polynomial_u", chebyshev_u);
-POLY_RULE("special_chebyshev_polynomial_v", chebyshev_v);
-POLY_RULE("special_chebyshev_polynomial_w", chebyshev_w);
-POLY_RULE("special_shifted_chebyshev_polynomial_t", shifted_t);
-POLY_RULE("special_shifted_chebyshev_polynomial_u", shifted_u);
-POLY_RULE("special_shifted_chebyshev_polynomial_v", shifted_v);
-POLY_RULE("special_shifted_chebyshev_polynomial_w", shifted_w);
-POLY_RULE("special_hermite_polynomial_h", hermite_h);
-POLY_RULE("special_hermite_polynomial_he", hermite_he);
-POLY_RULE("special_laguerre_polynomial_l", laguerre_l);
-POLY_RULE("special_legendre_polynomial_p", legendre_p);
+TT_RULE({"aten::special_chebyshev_polynomial_t", "aten::special_chebyshev_polynomial_t.x_scalar",
+         "aten::special_chebyshev_polynomial_t.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, chebyshev_t); });
+TT_RULE({"aten::special_chebyshev_polynomial_u", "aten::special_chebyshev_polynomial_u.x_scalar",
+         "aten::special_chebyshev_polynomial_u.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, chebyshev_u); });
+TT_RULE({"aten::special_chebyshev_polynomial_v", "aten::special_chebyshev_polynomial_v.x_scalar",
+         "aten::special_chebyshev_polynomial_v.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, chebyshev_v); });
+TT_RULE({"aten::special_chebyshev_polynomial_w", "aten::special_chebyshev_polynomial_w.x_scalar",
+         "aten::special_chebyshev_polynomial_w.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, chebyshev_w); });
+TT_RULE({"aten::special_shifted_chebyshev_polynomial_t", "aten::special_shifted_chebyshev_polynomial_t.x_scalar",
+         "aten::special_shifted_chebyshev_polynomial_t.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, shifted_t); });
+TT_RULE({"aten::special_shifted_chebyshev_polynomial_u", "aten::special_shifted_chebyshev_polynomial_u.x_scalar",
+         "aten::special_shifted_chebyshev_polynomial_u.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, shifted_u); });
+TT_RULE({"aten::special_shifted_chebyshev_polynomial_v", "aten::special_shifted_chebyshev_polynomial_v.x_scalar",
+         "aten::special_shifted_chebyshev_polynomial_v.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, shifted_v); });
+TT_RULE({"aten::special_shifted_chebyshev_polynomial_w", "aten::special_shifted_chebyshev_polynomial_w.x_scalar",
+         "aten::special_shifted_chebyshev_polynomial_w.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, shifted_w); });
+TT_RULE({"aten::special_hermite_polynomial_h", "aten::special_hermite_polynomial_h.x_scalar",
+         "aten::special_hermite_polynomial_h.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, hermite_h); });
+TT_RULE({"aten::special_hermite_polynomial_he", "aten::special_hermite_polynomial_he.x_scalar",
+         "aten::special_hermite_polynomial_he.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, hermite_he); });
+TT_RULE({"aten::special_laguerre_polynomial_l", "aten::special_laguerre_polynomial_l.x_scalar",
+         "aten::special_laguerre_polynomial_l.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, laguerre_l); });
+TT_RULE({"aten::special_legendre_polynomial_p", "aten::special_legendre_polynomial_p.x_scalar",
+         "aten::special_legendre_polynomial_p.n_scalar"},
+        [](Builder& b, const Args& a, const Context& c) { return poly_rule(b, a, c, legendre_p); });
 
 }  // namespace
 }  // namespace tt::lowering

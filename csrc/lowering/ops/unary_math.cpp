@@ -2,7 +2,8 @@
 // reciprocal, trigonometric and hyperbolic functions, erf/erfinv, rounding
 // (floor, ceil, round, round.decimals, trunc, frac), nan_to_num, and the
 // binary math ops pow, remainder, fmod, atan2, minimum/maximum, fmax/fmin,
-// clamp (all overloads), lerp, addcmul/addcdiv, xlogy, logaddexp.
+// clamp (all overloads), lerp, addcmul/addcdiv, xlogy, logaddexp; logit and
+// logit_backward, frexp.
 // f16/bf16 compute in f32 and convert back, as PyTorch's CPU kernels do.
 #include <cmath>
 #include <limits>
@@ -72,9 +73,9 @@ struct RegisterFloatUnaries {
   RegisterFloatUnaries() {
     for (const auto& u : float_unaries()) {
       UnaryFn f = u.fn;
-      register_rule(u.name, Rule{[f](Builder& b, const Args& a, const Context& c) {
-        return float_unary(b, a, c, f);
-      }});
+      Rule rule{[f](Builder& b, const Args& a, const Context& c) { return float_unary(b, a, c, f); }};
+      rule.source = source_location(__FILE__, __LINE__);
+      register_rule(u.name, std::move(rule));
     }
   }
 } register_float_unaries;
@@ -101,6 +102,26 @@ TT_RULE({"aten::logit"}, [](Builder& b, const Args& a, const Context& c) {
     Value q = round_through(b, b.div(x, round_through(b, b.sub(one, x), t)), t);
     return b.log(q);
   });
+});
+
+// logit_backward(grad, self, eps?): grad / (x (1 - x)); with eps, 0 outside
+// [eps, 1 - eps]; without, NaN outside [0, 1].
+TT_RULE({"aten::logit_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& out = c.out();
+  DType ct = upcast(out.dtype);
+  Value g = cast_to(b, a[0].value(), ct, out.shape), x = cast_to(b, a[1].value(), ct, out.shape);
+  Value one = b.constant(1, ct, out.shape), zero = b.constant(0, ct, out.shape);
+  Value r = b.div(g, b.mul(x, b.sub(one, x)));
+  bool has_eps = a.size() > 2 && a[2].kind == Arg::Kind::Double;
+  if (has_eps) {
+    Value lo = b.constant(a[2].d, ct, out.shape), hi = b.constant(1.0 - a[2].d, ct, out.shape);
+    Value outside = b.or_(b.compare(x, lo, Cmp::LT), b.compare(x, hi, Cmp::GT));
+    r = b.select(outside, zero, r);
+  } else {
+    Value outside = b.or_(b.compare(x, zero, Cmp::LT), b.compare(x, one, Cmp::GT));
+    r = b.select(outside, b.constant(std::nan(""), ct, out.shape), r);
+  }
+  return Values{b.convert(r, out.dtype)};
 });
 
 // ---- ops that keep integer types ---------------------------------------------------
@@ -182,6 +203,37 @@ TT_RULE({"aten::round.decimals"}, [](Builder& b, const Args& a, const Context& c
 TT_RULE({"aten::frac"}, [](Builder& b, const Args& a, const Context& c) {
   if (!is_float(c.out().dtype)) throw LoweringError("frac needs a floating-point tensor");
   return Values{int_or_float(b, a, c, [](Builder& b, Value x) { return b.sub(x, trunc_float(b, x)); })};
+});
+
+// frexp(x) -> (mantissa in [0.5, 1), int32 exponent) with x = m * 2^e, read
+// from the f32 bits (f16/bf16 are exact in f32); 0, inf and NaN give (x, 0).
+TT_RULE({"aten::frexp.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
+  const Type& mt = c.out(0);
+  const Type& et = c.out(1);
+  if (mt.dtype == DType::F64) throw LoweringError("frexp: float64 is not lowered yet");
+  Value x = b.convert(a[0].value(), DType::F32);
+  const Shape& s = x.shape();
+  Value bits = b.bitcast_convert(x, DType::S32);
+  Value field = b.and_(b.binary("stablehlo.shift_right_logical", bits, b.constant_int(23, DType::S32, s)),
+                       b.constant_int(0xff, DType::S32, s));
+  // Subnormals: scale by 2^24 first so that every finite non-zero is normal.
+  Value sub = b.compare(field, b.constant_int(0, DType::S32, s), Cmp::EQ);
+  Value xs = b.select(sub, b.mul(x, b.constant(16777216.0, DType::F32, s)), x);
+  Value bits2 = b.bitcast_convert(xs, DType::S32);
+  Value field2 = b.and_(b.binary("stablehlo.shift_right_logical", bits2, b.constant_int(23, DType::S32, s)),
+                        b.constant_int(0xff, DType::S32, s));
+  Value e = b.sub(field2, b.constant_int(126, DType::S32, s));
+  e = b.select(sub, b.sub(e, b.constant_int(24, DType::S32, s)), e);
+  Value mbits = b.or_(b.and_(bits2, b.constant_int(static_cast<int32_t>(0x807fffff), DType::S32, s)),
+                      b.constant_int(126 << 23, DType::S32, s));
+  Value m = b.bitcast_convert(mbits, DType::F32);
+  Value special = b.or_(b.compare(x, b.constant(0, DType::F32, s), Cmp::EQ),
+                        b.compare(b.abs(x), b.constant(std::numeric_limits<double>::infinity(), DType::F32, s),
+                                  Cmp::GE));
+  special = b.or_(special, b.compare(x, x, Cmp::NE));
+  m = b.select(special, x, m);
+  e = b.select(special, b.constant_int(0, DType::S32, s), e);
+  return Values{b.convert(m, mt.dtype), b.convert(e, et.dtype)};
 });
 
 double finite_max(DType t) {
