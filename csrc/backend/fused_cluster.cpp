@@ -6,10 +6,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "backend/storage_contents.h"
 #include "backend/generator.h"
 #include "backend/pending_work.h"
 #include "backend/program_runner.h"
+#include "backend/storage_contents.h"
 #include "backend/tpu_device.h"
 #include "lowering/graph.h"
 

@@ -1,11 +1,13 @@
 // Fused eager mode: instead of running each ATen call as its own program,
-// calls are recorded into one pending cluster, and the cluster is lowered
-// (the same rules, one StableHLO module), compiled once per op sequence and
-// shapes, and run as one program when
+// calls are recorded into one pending cluster, a lowering::Graph lowered by
+// lower_graph (the same rules, one StableHLO module), compiled once per op
+// sequence and shapes, and run as one program when
 //   - a value is observed (a copy to the host, .item(), a CPU fallback, a
 //     compiled graph: anything that asks storage_contents.h for a buffer),
 //   - the cluster reaches its size limit (TORCH_TPU_FUSED_MAX_OPS, 512),
 //   - torch.tpu.synchronize() or the end of a backward pass,
+//   - a random call that does not continue the cluster's counter range (another
+//     generator, a new seed), or a change of matmul precision,
 //   - or the eager mode changes.
 // Results of the cluster that no tensor holds any more are never computed
 // into buffers (XLA fuses them away). Shape and argument errors still raise at
