@@ -81,6 +81,7 @@ TT_RULE({"aten::embedding"}, [](Builder& b, const Args& a, const Context& c) {
   dn.index_vector_dim = 1;
   return Values{b.reshape(b.gather(w, rows, dn, {1, w.shape()[1]}, {n, w.shape()[1]}), c.out().shape)};
 });
+TT_PADDING({"aten::embedding"}, Padding::fill({}));
 
 TT_RULE({"aten::gather"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value(), index = a[2].value();
