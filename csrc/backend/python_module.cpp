@@ -118,11 +118,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_memory_capacity", [](int d) { return backend::runtime_for(d).memory_capacity(d); });
   m.def("_cache_info", [] {
     // Totals over the modes, then each mode's own counters.
-    auto per_mode = backend::program_cache_stats();
-    backend::ModeCounters total;
-    py::dict modes;
-    for (size_t i = 0; i < per_mode.size(); ++i) {
-      const auto& c = per_mode[i];
+    auto as_dict = [](const backend::ModeCounters& c) {
       py::dict m;
       m["hits"] = c.hits;
       m["misses"] = c.misses;
@@ -130,7 +126,14 @@ PYBIND11_MODULE(_C, m) {
       m["entries"] = c.entries;
       m["evictions"] = c.evictions;
       m["compile_seconds"] = c.compile_seconds;
-      modes[backend::program_mode_name(static_cast<backend::ProgramMode>(i))] = m;
+      return m;
+    };
+    auto per_mode = backend::program_cache_stats();
+    backend::ModeCounters total;
+    py::dict modes;
+    for (size_t i = 0; i < per_mode.size(); ++i) {
+      const auto& c = per_mode[i];
+      modes[backend::program_mode_name(static_cast<backend::ProgramMode>(i))] = as_dict(c);
       total.hits += c.hits;
       total.misses += c.misses;
       total.compiles += c.compiles;
@@ -138,13 +141,7 @@ PYBIND11_MODULE(_C, m) {
       total.evictions += c.evictions;
       total.compile_seconds += c.compile_seconds;
     }
-    py::dict d;
-    d["hits"] = total.hits;
-    d["misses"] = total.misses;
-    d["compiles"] = total.compiles;
-    d["entries"] = total.entries;
-    d["evictions"] = total.evictions;
-    d["compile_seconds"] = total.compile_seconds;
+    py::dict d = as_dict(total);
     d["modes"] = modes;
     add_disk_cache_info(d);
     return d;
