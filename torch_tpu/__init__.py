@@ -78,7 +78,10 @@ def cache_info():
     hits, misses, entries, evictions; compiles and compile_seconds count XLA
     compilations. The same counters per mode are under "modes": "eager"
     (one op), "fused" (a fused eager cluster), "graph" (a torch.compile
-    graph); the top-level ones are their sums. Persistent compile cache (this
+    graph); the top-level ones are their sums. donated counts the input
+    buffers that programs updated in place (buffer donation), donation_copies
+    the ones they had to copy because another tensor still held the
+    buffer. Persistent compile cache (this
     process): disk_hits (programs loaded from disk instead of compiled),
     disk_misses, disk_rejected (corrupt or mismatched entries, ignored and
     replaced), disk_writes, disk_evictions, disk_load_seconds,

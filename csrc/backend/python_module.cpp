@@ -143,6 +143,9 @@ PYBIND11_MODULE(_C, m) {
     }
     py::dict d = as_dict(total);
     d["modes"] = modes;
+    auto donation = backend::donation_stats();
+    d["donated"] = donation.donated;
+    d["donation_copies"] = donation.copied;
     add_disk_cache_info(d);
     return d;
   });

@@ -49,6 +49,11 @@ Buffer::~Buffer() {
   if (accounted_) rt.Account(device_, -static_cast<int64_t>(nbytes()), -1);
 }
 
+void Buffer::MarkDonated() {
+  donated_ = true;
+  ExcludeFromAccounting();
+}
+
 void Buffer::ExcludeFromAccounting() {
   if (!accounted_) return;
   accounted_ = false;
@@ -98,7 +103,8 @@ Executable::~Executable() {
   detail::SwallowError(api, api.LoadedExecutable_Destroy(&d));
 }
 
-std::vector<BufferPtr> Executable::Execute(const std::vector<Buffer*>& args, int device) const {
+std::vector<BufferPtr> Executable::Execute(const std::vector<Buffer*>& args, int device,
+                                           const std::vector<int64_t>& non_donatable) const {
   Runtime& rt = Runtime::Get();
   const auto& api = *static_cast<const detail::Api*>(rt.api_);
   rt.CheckDevice(device);
@@ -127,6 +133,8 @@ std::vector<BufferPtr> Executable::Execute(const std::vector<Buffer*>& args, int
   PJRT_Buffer* const* arg_list = in.data();
   PJRT_Buffer** out_list = out.data();
   auto opts = TT_ARGS(PJRT_ExecuteOptions);
+  opts.non_donatable_input_indices = non_donatable.empty() ? nullptr : non_donatable.data();
+  opts.num_non_donatable_input_indices = non_donatable.size();
   auto a = TT_ARGS(PJRT_LoadedExecutable_Execute_Args);
   a.executable = static_cast<PJRT_LoadedExecutable*>(loaded_);
   a.options = &opts;

@@ -90,9 +90,14 @@ class Buffer {
   // Stops counting this buffer in live_bytes (for the runtime's own caches,
   // e.g. device copies of scalars, which are not user tensors).
   void ExcludeFromAccounting();
+  // The buffer was donated to a program (its memory now belongs to that
+  // program's result): it holds no value and no longer counts as live.
+  void MarkDonated();
+  bool donated() const { return donated_; }
 
  private:
   void* buf_;
+  bool donated_ = false;
   ElementType type_;
   std::vector<int64_t> dims_;
   int device_;
@@ -109,7 +114,11 @@ class Executable {
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
   int num_outputs() const { return num_outputs_; }
-  std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device) const;
+  // Arguments whose parameter the program aliases to a result are donated
+  // (the buffer becomes that result and is dead afterwards) unless listed in
+  // `non_donatable`, where XLA copies instead.
+  std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device,
+                                 const std::vector<int64_t>& non_donatable = {}) const;
   void* raw() const { return loaded_; }
   // True when Runtime::Compile loaded it from the persistent compile cache
   // instead of compiling.
