@@ -191,3 +191,28 @@ def test_donation_off_gives_the_same_values(monkeypatch):
                          capture_output=True, text=True, timeout=300, cwd="/")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["6.0", "0"]
+
+
+def test_fused_cluster_donates_overwritten_storages_and_keeps_shared_ones():
+    torch.manual_seed(0)
+    w = torch.randn(64, device="tpu")
+    m = torch.zeros(64, device="tpu")
+    keep = torch.empty(64, device="tpu")
+    keep.copy_(w)                 # shares w's buffer: w's must be copied
+    w_ref, m_ref = w.cpu(), m.cpu()
+    w0 = w.cpu()
+    with torch_tpu.eager_mode("fused"):
+        before = donations()
+        for _ in range(3):
+            g = torch.sin(w)
+            m.mul_(0.9).add_(g, alpha=0.1)
+            w.sub_(m, alpha=0.5)
+            g_ref = torch.sin(w_ref)
+            m_ref.mul_(0.9).add_(g_ref, alpha=0.1)
+            w_ref.sub_(m_ref, alpha=0.5)
+        torch.tpu.synchronize()
+        after = donations()
+    torch.testing.assert_close(w.cpu(), w_ref)
+    torch.testing.assert_close(m.cpu(), m_ref)
+    torch.testing.assert_close(keep.cpu(), w0)
+    assert after[0] > before[0]

@@ -42,9 +42,9 @@ struct CachedProgram {
   runtime::ExecutablePtr exe;
   std::shared_ptr<OpMeta> meta;
   CheckList checks;  // fused clusters (an eager call's are in meta)
-  // An in-place eager call: the parameter of the written storage, aliased to
-  // the first result (its buffer may be donated); -1 when none.
-  int aliased_param = -1;
+  // Parameters aliased to a result (their buffers may be donated): an
+  // in-place eager call's written storage; a fused cluster's inputs.
+  std::vector<int> aliased_params;
 };
 
 struct ModeCounters {
