@@ -115,6 +115,29 @@ def test_generic_torch_stream_and_event():
     assert y.cpu().tolist() == [2.0] * 4
 
 
+def test_generic_and_tpu_objects_mix():
+    ts, te = torch.tpu.Stream(), torch.tpu.Event(enable_timing=True)
+    gs, ge = torch.Stream(device="tpu"), torch.Event(device="tpu", enable_timing=True)
+    with torch.tpu.stream(gs):
+        x = long_work(steps=10)
+    te.record(gs)
+    ts.wait_event(te)
+    ge.record(ts)  # ts waited on gs's work
+    assert ge.query() is False
+    gs.wait_stream(ts)
+    ge.synchronize()
+    assert te.query() and gs.query()
+    assert te.elapsed_time(ge) >= 0
+    assert isinstance(ts.record_event(), torch.tpu.Event)
+    assert torch.get_device_module("tpu").Stream is torch.tpu.Stream
+    torch.accelerator.set_stream(ts)
+    try:
+        assert torch.tpu.current_stream() == ts
+    finally:
+        torch.accelerator.set_stream(torch.tpu.default_stream())
+    del x
+
+
 def test_bad_streams_raise():
     with pytest.raises((IndexError, ValueError), match="tpu:7 does not exist"):
         torch.tpu.Stream(device=7)
@@ -123,6 +146,8 @@ def test_bad_streams_raise():
                                               device_type=torch.tpu.default_stream().device_type))
     with pytest.raises(ValueError, match="expected a tpu device"):
         torch.tpu.current_stream("cpu")
+    with pytest.raises(RuntimeError, match="expected a tpu stream"):
+        torch.ones(2, device="tpu").record_stream(torch.Stream(device="cpu"))
 
 
 # ---- events ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <unordered_map>
+#include <algorithm>
 
 #include "backend/device_storage.h"
 #include "backend/pending_work.h"
@@ -107,6 +107,9 @@ struct StreamState {
   std::mutex mu;
   std::vector<std::weak_ptr<runtime::Buffer>> work;  // results of programs since the last mark
   std::vector<CompletionPtr> after;                  // the last mark and the completions waited on
+  // Sizes at which the lists drop what is freed or done (doubling past what
+  // stays, so that a long run without a mark costs amortized O(1) per item).
+  size_t prune_work_at = 4096, prune_after_at = 64;
 };
 
 std::mutex g_mu;
@@ -158,11 +161,12 @@ void check(int device, int64_t id) { state(device, id); }
 void track(const runtime::BufferPtr& result) {
   StreamState& s = state(result->device(), current(result->device()));
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.work.size() >= 4096) {  // a long run without a mark: drop the freed ones
+  if (s.work.size() >= s.prune_work_at) {  // a long run without a mark: drop the freed ones
     std::vector<std::weak_ptr<runtime::Buffer>> alive;
     for (auto& w : s.work)
       if (!w.expired()) alive.push_back(std::move(w));
     s.work.swap(alive);
+    s.prune_work_at = std::max<size_t>(4096, 2 * s.work.size());
   }
   s.work.push_back(result);
 }
@@ -198,11 +202,12 @@ void wait_for(int device, int64_t id, CompletionPtr c) {
   runtime_for(device);
   StreamState& s = state(device, id);
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.after.size() >= 64) {  // many waits without a mark: drop the done ones
+  if (s.after.size() >= s.prune_after_at) {  // many waits without a mark: drop the done ones
     std::vector<CompletionPtr> pending;
     for (auto& a : s.after)
       if (!a->done()) pending.push_back(std::move(a));
     s.after.swap(pending);
+    s.prune_after_at = std::max<size_t>(64, 2 * s.after.size());
   }
   s.after.push_back(std::move(c));
 }
