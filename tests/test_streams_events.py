@@ -5,6 +5,8 @@ A tpu stream orders completion only (buffers never change): an event marks
 makes later marks of the stream include the event's work, and nothing here
 ever waits for the whole device. Tests that need pending work build a long
 chain of matmuls; conftest runs with two devices."""
+import subprocess
+import sys
 import threading
 import time
 
@@ -343,6 +345,40 @@ def test_event_wait_in_a_thread_does_not_hold_the_device():
     del x
 
 
+@pytest.mark.parametrize("what", ["event", "stream"])
+def test_waiting_releases_the_gil(what):
+    s = torch.tpu.Stream()
+    with torch.tpu.stream(s):
+        x = long_work()
+    e = s.record_event()
+    t = threading.Thread(target=e.synchronize if what == "event" else s.synchronize)
+    t.start()
+    ticks = 0
+    while t.is_alive():  # Python keeps running while the other thread waits
+        ticks += 1
+        time.sleep(0.001)
+    assert ticks > 10
+    del x
+
+
+def test_autograd_on_a_side_stream():
+    x = torch.randn(16, 16, device="tpu", requires_grad=True)
+    w = torch.randn(16, 16, device="tpu", requires_grad=True)
+    xc, wc = (t.detach().cpu().requires_grad_() for t in (x, w))
+    torch.tanh(xc @ wc).sum().backward()
+    s = torch.tpu.Stream()
+    with torch.tpu.stream(s):
+        torch.tanh(x @ w).sum().backward()
+    torch.tpu.current_stream().wait_stream(s)
+    assert torch.allclose(x.grad.cpu(), xc.grad, atol=1e-4)
+    assert torch.allclose(w.grad.cpu(), wc.grad, atol=1e-4)
+    x.grad = w.grad = None
+    with torch.tpu.stream(s):  # forward on the side stream, backward on the default one
+        y = torch.tanh(x @ w).sum()
+    y.backward()
+    assert torch.allclose(x.grad.cpu(), xc.grad, atol=1e-4)
+
+
 def test_fused_eager_work_belongs_to_its_stream():
     torch_tpu.reset_fused_stats()
     with torch_tpu.eager_mode("fused"):
@@ -373,8 +409,21 @@ def test_record_stream_is_accepted():
 
 # ---- CUDA device habits ----------------------------------------------------------------
 
+def test_is_initialized_follows_first_use_and_set_device(tmp_path):
+    # DeviceMesh calls torch.tpu.set_device(LOCAL_RANK) unless is_initialized().
+    code = ("import torch, torch_tpu\n"
+            "assert not torch.tpu.is_initialized()\n"
+            "torch.tpu.set_device(1)\n"
+            "assert torch.tpu.is_initialized() and torch.tpu.current_device() == 1\n"
+            "m = torch.nn.Linear(2, 2).to(1)\n"
+            "assert m.weight.device == torch.device('tpu:1')\n"
+            "assert torch.tpu.current_stream().device_index == 1\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
 def test_device_habits_with_two_devices():
-    assert torch.tpu.is_initialized()
     assert torch.tpu.device_count() == 2
     torch.tpu.set_device(1)
     try:
@@ -382,11 +431,13 @@ def test_device_habits_with_two_devices():
         assert torch.device("tpu:1").index == 1
         m = torch.nn.Linear(3, 2).to(torch.device(f"tpu:{torch.tpu.current_device()}"))
         assert m.weight.device == torch.device("tpu", 1)
+        assert torch.nn.Linear(3, 2).to(1).weight.device == torch.device("tpu", 1)  # an int means tpu
         out = m(torch.ones(1, 3, device="tpu"))
         assert out.device == torch.device("tpu", 1)
         torch.tpu.synchronize(1)
         torch.tpu.synchronize(torch.device("tpu:1"))
         torch.tpu.synchronize("tpu:1")
+        assert torch.tpu.is_initialized()
         assert torch.tpu.current_stream().device_index == 1
     finally:
         torch.tpu.set_device(0)
