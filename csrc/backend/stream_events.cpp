@@ -113,8 +113,10 @@ struct StreamState {
 };
 
 std::mutex g_mu;
-// [device][id]; states are never freed, so a pointer stays valid.
-std::vector<std::vector<std::unique_ptr<StreamState>>> g_streams;
+// [device][id]; states are never freed, so a reference stays valid. Leaked
+// on purpose: completion callbacks may run on plugin threads during exit.
+using StreamTable = std::vector<std::vector<std::unique_ptr<StreamState>>>;
+StreamTable& g_streams = *new StreamTable();
 thread_local std::vector<int64_t> t_current;
 
 StreamState& state(int device, int64_t id) {
