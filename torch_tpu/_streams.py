@@ -117,8 +117,8 @@ def set_stream(stream):
         return
     if stream.device.type != "tpu":
         raise ValueError(f"torch.tpu.set_stream: expected a tpu stream, got one on {stream.device}")
+    _C._exchange_stream(stream.device_index, stream.stream_id)  # checks the stream first
     _C._set_device(stream.device_index)
-    _C._exchange_stream(stream.device_index, stream.stream_id)
 
 
 class StreamContext:

@@ -15,10 +15,11 @@ namespace {
 constexpr auto kTpu = c10::DeviceType::PrivateUse1;
 
 // What a c10::Event's `void*` points at: its device, and the Completion of
-// its last record (replaced by each record; waits keep the old one).
+// its last record (replaced by each record; waits keep the old one). Every
+// Completion carries its time, so the timing flag changes nothing here
+// (c10::Event checks it for elapsed_time).
 struct TpuEvent {
   c10::DeviceIndex device;
-  c10::EventFlag flag;
   streams::CompletionPtr completion;
 };
 
@@ -77,12 +78,12 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
   // ---- events
   void record(void** event, const c10::Stream& s, const c10::DeviceIndex device,
-              const c10::EventFlag flag) const override {
-    TORCH_CHECK(device == -1 || device == s.device_index(), "Event device ", static_cast<int>(device), " does not match recording stream's device ",
-                static_cast<int>(s.device_index()), ".");
+              const c10::EventFlag) const override {
+    TORCH_CHECK(device == -1 || device == s.device_index(), "Event device ", static_cast<int>(device),
+                " does not match recording stream's device ", static_cast<int>(s.device_index()), ".");
     auto* e = static_cast<TpuEvent*>(*event);
     if (!e) {
-      e = new TpuEvent{s.device_index(), flag, nullptr};
+      e = new TpuEvent{s.device_index(), nullptr};
       *event = e;
     }
     e->completion = streams::mark(s.device_index(), s.id());

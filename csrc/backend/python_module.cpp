@@ -128,7 +128,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
     TORCH_CHECK_TYPE(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()),
                      "elapsed_time: expected two torch.Event objects");
-    return reinterpret_cast<THPEvent*>(start.ptr())->event.elapsedTime(reinterpret_cast<THPEvent*>(end.ptr())->event);
+    const c10::Event& a = reinterpret_cast<THPEvent*>(start.ptr())->event;
+    return a.elapsedTime(reinterpret_cast<THPEvent*>(end.ptr())->event);
   });
   m.def("_memory_allocated", [](int d) { return backend::runtime_for(d).live_bytes(d); });
   m.def("_max_memory_allocated", [](int d) { return backend::runtime_for(d).peak_bytes(d); });
