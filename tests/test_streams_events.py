@@ -457,3 +457,18 @@ def test_device_habits_with_two_devices():
         assert torch.tpu.current_stream().device_index == 1
     finally:
         torch.tpu.set_device(0)
+
+
+def test_stream_code_under_torch_compile_gives_eager_results():
+    s = torch.tpu.Stream()
+
+    def f(x):
+        with torch.tpu.stream(s):
+            y = x * 2
+        torch.tpu.current_stream().wait_stream(s)
+        return y + 1
+
+    x = torch.arange(4.0, device="tpu")
+    out = torch.compile(f, backend="tpu")(x)  # stream calls graph-break and run eagerly
+    assert out.cpu().tolist() == [1.0, 3.0, 5.0, 7.0]
+    assert torch.tpu.current_stream().stream_id == 0
