@@ -77,11 +77,13 @@ class Completion {
 
 // ---- streams -------------------------------------------------------------------------
 
-// The calling thread's current stream on `device` (0 until set_current).
+// The calling thread's current stream on `device` (0 until exchanged).
 int64_t current(int device);
 // Makes `id` the calling thread's current stream on `device`; returns the
 // previous one. Work recorded but not yet run (fused eager) is run first, so
-// that it belongs to the stream that was current when it was recorded.
+// that it belongs to the stream that was current when it was recorded (if
+// that run fails, its results carry the error; this raises only for a bad
+// device or stream).
 int64_t exchange(int device, int64_t id);
 // A new stream on `device`. `priority` is kept (and reported) only: XLA
 // programs have no priorities.
