@@ -32,6 +32,50 @@ bool Event::IsReady() const {
   return a.is_ready;
 }
 
+namespace {
+struct OnReadyArg {
+  const detail::Api* api;
+  std::function<void(const std::string&)> done;
+};
+void CallOnReady(PJRT_Error* error, void* arg) {
+  auto* a = static_cast<OnReadyArg*>(arg);
+  std::string message;
+  if (error) {
+    detail::SwallowError(*a->api, error, &message);
+    if (message.empty()) message = "unknown PJRT error";
+  }
+  a->done(message);
+  delete a;
+}
+}  // namespace
+
+void Event::OnReady(std::function<void(const std::string& error)> done) {
+  if (!ev_) {
+    done("");
+    return;
+  }
+  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
+  if (api.Event_OnReady) {
+    auto* arg = new OnReadyArg{&api, std::move(done)};
+    auto r = TT_ARGS(PJRT_Event_OnReady_Args);
+    r.event = static_cast<PJRT_Event*>(ev_);
+    r.callback = &CallOnReady;
+    r.user_arg = arg;
+    PJRT_Error* err = api.Event_OnReady(&r);
+    if (!err) return;
+    detail::SwallowError(api, err);
+    done = std::move(arg->done);
+    delete arg;
+  }
+  try {
+    Await();
+  } catch (const Error& e) {
+    done(e.what());
+    return;
+  }
+  done("");
+}
+
 // ----------------------------------------------------------------- Buffer ---
 Buffer::Buffer(void* buf, ElementType t, std::vector<int64_t> dims, int device)
     : buf_(buf), type_(t), dims_(std::move(dims)), device_(device) {
@@ -90,6 +134,14 @@ void Buffer::BlockUntilReady() const {
   a.buffer = static_cast<PJRT_Buffer*>(buf_);
   detail::ThrowIfError(api, api.Buffer_ReadyEvent(&a), "PJRT_Buffer_ReadyEvent");
   detail::AwaitAndDestroyEvent(api, a.event, "buffer computation");
+}
+
+std::unique_ptr<Event> Buffer::ReadyEvent() const {
+  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
+  auto a = TT_ARGS(PJRT_Buffer_ReadyEvent_Args);
+  a.buffer = static_cast<PJRT_Buffer*>(buf_);
+  detail::ThrowIfError(api, api.Buffer_ReadyEvent(&a), "PJRT_Buffer_ReadyEvent");
+  return std::make_unique<Event>(a.event);
 }
 
 // ------------------------------------------------------------- Executable ---

@@ -63,6 +63,11 @@ class Event {
   Event& operator=(const Event&) = delete;
   void Await();          // throws Error if the event carries an error
   bool IsReady() const;
+  // Calls `done` once the event is ready, with "" or the error's message:
+  // at once on this thread when it is ready already, else on a plugin thread
+  // (where the plugin has no PJRT_Event_OnReady, this waits and calls it).
+  // `done` must not throw. The event may be destroyed before `done` runs.
+  void OnReady(std::function<void(const std::string& error)> done);
  private:
   void* ev_;
 };
@@ -87,6 +92,9 @@ class Buffer {
   void ToHost(void* dst, size_t dst_bytes) const;
   // Blocks until the buffer's value is computed (errors surface here).
   void BlockUntilReady() const;
+  // The event that becomes ready when the buffer's value is computed (or its
+  // computation failed). It stays valid after the buffer is destroyed.
+  std::unique_ptr<Event> ReadyEvent() const;
   // Stops counting this buffer in live_bytes (for the runtime's own caches,
   // e.g. device copies of scalars, which are not user tensors).
   void ExcludeFromAccounting();
