@@ -1,0 +1,61 @@
+"""Failures are loud: argv[1] picks the case.
+
+  mismatch  - ranks pass different shapes / dtypes: every rank raises
+  cpu       - a CPU tensor in a tpu-only group: a clear error
+  exit      - rank 1 exits before an all_reduce: rank 0 raises, naming it
+  absent    - rank 1 never calls the all_reduce: rank 0 raises within the
+              group's timeout, naming it
+Each rank prints "RAISED: <message>" for the error it saw (one line)."""
+
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from _common import rank_world
+
+case = sys.argv[1]
+rank, world = rank_world()
+TIMEOUT = 6
+dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=TIMEOUT))
+
+
+def raised(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        print(f"RAISED: {type(e).__name__}: {str(e)}".replace("\n", " | "), flush=True)
+        return
+    print("NO ERROR", flush=True)
+
+
+if case == "mismatch":
+    raised(lambda: dist.all_reduce(torch.ones(4 + rank, device="tpu")))
+    raised(lambda: dist.all_gather_single(torch.empty(2 * world, device="tpu"),
+                                          torch.ones(2, device="tpu", dtype=torch.float32 if rank else torch.int32)))
+    # the group stays usable after a refused collective
+    t = torch.ones(3, device="tpu")
+    dist.all_reduce(t)
+    assert t.cpu().tolist() == [world] * 3
+    print("USABLE", flush=True)
+elif case == "cpu":
+    raised(lambda: dist.all_reduce(torch.ones(4)))
+elif case == "exit":
+    if rank == 1:
+        os._exit(0)
+    time.sleep(1)
+    start = time.time()
+    raised(lambda: dist.all_reduce(torch.ones(4, device="tpu")))
+    print(f"AFTER {time.time() - start:.1f}s", flush=True)
+elif case == "absent":
+    if rank == 1:
+        time.sleep(TIMEOUT + 6)
+        os._exit(0)
+    start = time.time()
+    raised(lambda: dist.all_reduce(torch.ones(4, device="tpu")))
+    print(f"AFTER {time.time() - start:.1f}s", flush=True)
+sys.stdout.flush()
+os._exit(0)
