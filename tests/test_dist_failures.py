@@ -13,10 +13,14 @@ def raised_lines(out):
 def test_mismatched_shapes_and_dtypes_raise_on_every_rank():
     rc, out = torchrun("failures.py", "mismatch", timeout=120)
     lines = raised_lines(out)
-    assert rc == 0 and len(lines) == 4 and not any("NO ERROR" in l for l in lines), out[-4000:]
-    assert sum("all_reduce: the ranks passed different arguments" in l for l in lines) == 2, lines
+    assert rc == 0 and len(lines) == 8 and not any("NO ERROR" in l for l in lines), out[-4000:]
     assert sum("rank 0: all_reduce Float[4]" in l and "rank 1: all_reduce Float[5]" in l for l in lines) == 2, lines
-    assert sum("Int[2]" in l and "Float[2]" in l for l in lines) == 2, lines
+    assert sum("rank 0: all_gather_into_tensor Int[2]" in l and "rank 1: all_gather_into_tensor Float[2]" in l
+               for l in lines) == 2, lines
+    assert sum("rank 0: broadcast root 0, Float[3]" in l and "rank 1: broadcast root 1, Float[3]" in l
+               for l in lines) == 2, lines
+    assert sum("rank 0: all_reduce Float[3]" in l and "rank 1: broadcast root 0, Float[3]" in l
+               for l in lines) == 2, lines
     assert out.count("USABLE") == 2, out[-4000:]
 
 
@@ -38,6 +42,7 @@ def test_exited_rank_makes_others_raise_naming_the_collective():
     rc, out = torchrun("failures.py", "exit", timeout=120)
     lines = raised_lines(out)
     assert len(lines) == 1 and "RAISED" in lines[0] and "tpu_dist all_reduce" in lines[0], out[-4000:]
+    assert "did not take part" in lines[0], lines
     assert _after_seconds(out) < 6 + 5, out[-4000:]
 
 
@@ -45,4 +50,5 @@ def test_absent_rank_makes_others_raise_within_the_timeout():
     rc, out = torchrun("failures.py", "absent", timeout=120)
     lines = raised_lines(out)
     assert len(lines) == 1 and "RAISED" in lines[0] and "tpu_dist all_reduce" in lines[0], out[-4000:]
+    assert "did not take part" in lines[0] and "6000 ms" in lines[0], lines
     assert 5 <= _after_seconds(out) < 6 + 5, out[-4000:]

@@ -34,8 +34,14 @@ def raised(fn):
 
 if case == "mismatch":
     raised(lambda: dist.all_reduce(torch.ones(4 + rank, device="tpu")))
-    raised(lambda: dist.all_gather_single(torch.empty(2 * world, device="tpu"),
-                                          torch.ones(2, device="tpu", dtype=torch.float32 if rank else torch.int32)))
+    dtype = torch.float32 if rank else torch.int32
+    raised(lambda: dist.all_gather_single(torch.empty(2 * world, device="tpu", dtype=dtype),
+                                          torch.ones(2, device="tpu", dtype=dtype)))
+    raised(lambda: dist.broadcast(torch.ones(3, device="tpu"), src=rank))
+    if rank == 0:
+        raised(lambda: dist.all_reduce(torch.ones(3, device="tpu")))
+    else:
+        raised(lambda: dist.broadcast(torch.ones(3, device="tpu"), src=0))
     # the group stays usable after a refused collective
     t = torch.ones(3, device="tpu")
     dist.all_reduce(t)

@@ -16,8 +16,21 @@ namespace {
 constexpr int kMaxDims = 6;
 enum Field { kOp, kRoot, kDtype, kCount, kNumel, kRank, kDims, kShapeHash = kDims + kMaxDims, kHeader };
 
-int64_t op_id(const char* op) {
+int64_t op_id(const std::string& op) {
   return static_cast<int64_t>(std::hash<std::string>{}(op) & 0x7fffffffffffLL);
+}
+
+// The collective another rank called, from its id (every name the backend
+// passes as Signature::op).
+std::string op_name(int64_t id) {
+  static const char* names[] = {"broadcast", "all_reduce", "all_reduce_coalesced", "reduce", "all_gather",
+                                "all_gather_into_tensor", "all_gather_coalesced",
+                                "all_gather_into_tensor_coalesced", "gather", "scatter", "reduce_scatter",
+                                "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced", "all_to_all_single",
+                                "all_to_all", "barrier"};
+  for (const char* n : names)
+    if (op_id(n) == id) return n;
+  return "an unknown collective";
 }
 
 std::vector<int64_t> encode(const Signature& s, int world) {
@@ -46,8 +59,7 @@ std::vector<int64_t> encode(const Signature& s, int world) {
 
 std::string describe(const int64_t* v, const char* my_op, int64_t my_op_id) {
   std::ostringstream o;
-  if (v[kOp] != my_op_id) o << "another collective, ";
-  else o << my_op << " ";
+  o << (v[kOp] == my_op_id ? std::string(my_op) : op_name(v[kOp])) << " ";
   if (v[kRoot] >= 0) o << "root " << v[kRoot] << ", ";
   if (v[kCount] == 0) return o.str() + "no tensors";
   std::string dtype = v[kDtype] == -2 ? std::string("mixed dtypes")
@@ -85,8 +97,8 @@ void agree(c10d::Backend& gloo, const Signature& mine, std::chrono::milliseconds
   try {
     gloo.allgather(out, in, opts)->wait();
   } catch (...) {
-    TORCH_CHECK(false, what, " failed: not every rank of the group reached it within the timeout of ",
-                timeout.count(), " ms (a rank exited, or called another collective): ",
+    TORCH_CHECK(false, what, " failed: a rank of the group did not take part (it exited, did not arrive "
+                "within the group's timeout of ", timeout.count(), " ms, or called a different collective): ",
                 error_text(std::current_exception()));
   }
 
