@@ -9,6 +9,6 @@ from dist_launch import run_ok
 # init_process_group() without a backend is covered by test_dist_groups.py:
 # torch 2.13 marks such a group's default backend as gloo (BackendConfig's
 # UNDEFINED case in distributed_c10d.py), which DDP's logger then looks up.
-@pytest.mark.parametrize("backend", ["tpu_dist", "cpu:gloo,tpu:tpu_dist"])
-def test_ddp_matches_single_process_cpu(backend):
-    run_ok("ddp.py", backend)
+@pytest.mark.parametrize("backend,mode", [("tpu_dist", "strict"), ("cpu:gloo,tpu:tpu_dist", "fused")])
+def test_ddp_matches_single_process_cpu(backend, mode):
+    run_ok("ddp.py", backend, env={"TORCH_TPU_EAGER_MODE": mode})

@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 
 #include "backend/device_storage.h"
+#include "backend/executor.h"
+#include "backend/program_runner.h"
 #include "backend/storage_contents.h"
 #include "backend/tpu_device.h"
 
@@ -31,7 +33,14 @@ void check_tpu(const at::Tensor& t, const char* what) {
 }
 
 at::Tensor to_host(const at::Tensor& device) {
-  at::Tensor host = device.to(at::kCPU).contiguous();
+  // One transfer straight into the result (Tensor.cpu() would stage it in a
+  // second host tensor).
+  at::Tensor host = at::empty(device.sizes(), device.options().device(at::kCPU));
+  if (device.numel() > 0) {
+    runtime::BufferPtr buf = dense_buffer(device);
+    verify_device_checks();  // the host waits here: raise what earlier programs found
+    buf->ToHost(host.mutable_data_ptr(), host.nbytes());
+  }
   at::ScalarType wire = wire_dtype(device.scalar_type());
   return wire == host.scalar_type() ? host : host.to(wire);
 }
