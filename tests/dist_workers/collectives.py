@@ -212,6 +212,25 @@ for o, w in zip(outs, wants):
     assert_same("all_gather_coalesced", o[0], w[0])
 cases += 4
 
+# A coalescing block with a device (startCoalescing / endCoalescing): the
+# all_reduces are captured and issued as one allreduce_coalesced, the
+# broadcast runs as issued; one Work covers them.
+xs = [isample((4,), seed=rank), isample((3,), seed=rank + 1), isample((2,), seed=rank + 2)]
+ts = [x.to(TPU) for x in xs]
+with dist._coalescing_manager(device=TPU, async_ops=True) as cm:
+    dist.all_reduce(ts[0])
+    dist.all_reduce(ts[1])
+cm.wait()
+with dist._coalescing_manager(device=TPU, async_ops=True) as cm:
+    dist.broadcast(ts[2], src=1)
+cm.wait()
+dist.all_reduce(xs[0])
+dist.all_reduce(xs[1])
+dist.broadcast(xs[2], src=1)
+for t, x in zip(ts, xs):
+    assert_same("coalescing block", t, x)
+cases += 1
+
 # async_op: wait() and get_future() as NCCL's.
 x = sample((1000,), torch.float32, seed=rank)
 t = x.to(TPU)

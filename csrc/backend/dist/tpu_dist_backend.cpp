@@ -82,6 +82,23 @@ std::string TpuDistBackend::what(const char* op) const {
   return c10::str("tpu_dist ", op, " (rank ", getRank(), " of ", getSize(), ", group '", group_, "')");
 }
 
+void TpuDistBackend::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "tpu_dist: a coalescing block is already open");
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+WorkPtr TpuDistBackend::endCoalescing() {
+  TORCH_CHECK(coalescing_, "tpu_dist: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  return c10::make_intrusive<CoalescedWork>(getRank(), std::move(coalesced_));
+}
+
+WorkPtr TpuDistBackend::track(WorkPtr w) {
+  if (coalescing_) coalesced_.push_back(w);
+  return w;
+}
+
 WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
   const std::string w = what(plan.sig.op);
   if (agreement_check_enabled()) agree(*gloo_, plan.sig, timeout_, w);
@@ -103,8 +120,8 @@ WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
     }
   }
   if (gloo_done) {
-    return c10::make_intrusive<TpuDistWork>(getRank(), plan.type, w, std::move(gloo_done), std::move(finish),
-                                            std::move(plan.outputs));
+    return track(c10::make_intrusive<TpuDistWork>(getRank(), plan.type, w, std::move(gloo_done),
+                                                  std::move(finish), std::move(plan.outputs)));
   }
   // A write needs a device program (or gloo's Work has no future): finish
   // here, on the issuing thread.
@@ -114,7 +131,7 @@ WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
     TORCH_CHECK(false, w, " failed: ", error_text(std::current_exception()));
   }
   finish();
-  return c10::make_intrusive<TpuDistWork>(getRank(), plan.type, w, std::move(plan.outputs));
+  return track(c10::make_intrusive<TpuDistWork>(getRank(), plan.type, w, std::move(plan.outputs)));
 }
 
 WorkPtr TpuDistBackend::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
@@ -406,8 +423,8 @@ WorkPtr TpuDistBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<a
 WorkPtr TpuDistBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   auto hosts = to_host_all(tensors, "send");
   WorkPtr w = gloo_->send(hosts, dst, tag);
-  return TpuDistWork::Deferred(getRank(), c10d::OpType::SEND, c10::str(what("send"), " to rank ", dst), w,
-                               [hosts] {}, tensors);
+  return track(TpuDistWork::Deferred(getRank(), c10d::OpType::SEND, c10::str(what("send"), " to rank ", dst), w,
+                               [hosts] {}, tensors));
 }
 
 WorkPtr TpuDistBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
@@ -416,8 +433,8 @@ WorkPtr TpuDistBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag)
   auto finish = [tensors, hosts] {
     for (size_t i = 0; i < tensors.size(); ++i) write_back(tensors[i], hosts[i]);
   };
-  return TpuDistWork::Deferred(getRank(), c10d::OpType::RECV, c10::str(what("recv"), " from rank ", src), w,
-                               finish, tensors);
+  return track(TpuDistWork::Deferred(getRank(), c10d::OpType::RECV, c10::str(what("recv"), " from rank ", src),
+                                     w, finish, tensors));
 }
 
 WorkPtr TpuDistBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
@@ -426,8 +443,8 @@ WorkPtr TpuDistBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag)
   auto finish = [tensors, hosts] {
     for (size_t i = 0; i < tensors.size(); ++i) write_back(tensors[i], hosts[i]);
   };
-  return TpuDistWork::Deferred(getRank(), c10d::OpType::RECVANYSOURCE, what("recv from any rank"), w, finish,
-                               tensors);
+  return track(TpuDistWork::Deferred(getRank(), c10d::OpType::RECVANYSOURCE, what("recv from any rank"), w,
+                                     finish, tensors));
 }
 
 WorkPtr TpuDistBackend::barrier(const c10d::BarrierOptions& opts) {

@@ -29,6 +29,11 @@ class TpuDistBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "tpu_dist"; }
 
+  // A coalescing block (_coalescing_manager with a device): collectives
+  // inside it run as issued; endCoalescing returns one Work for them all.
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
@@ -87,10 +92,14 @@ class TpuDistBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> run(Plan plan, const std::function<c10::intrusive_ptr<c10d::Work>()>& issue);
   // "tpu_dist all_reduce (rank 0 of 2, group default_pg)", for messages.
   std::string what(const char* op) const;
+  // Records `w` in the open coalescing block, if any; returns it.
+  c10::intrusive_ptr<c10d::Work> track(c10::intrusive_ptr<c10d::Work> w);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   std::chrono::milliseconds timeout_;
   std::string group_;
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
 };
 
 }  // namespace tt::backend::dist

@@ -106,4 +106,40 @@ bool TpuDistWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
+CoalescedWork::CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works)
+    : c10d::Work(rank, c10d::OpType::COALESCED), works_(std::move(works)) {
+  c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(tensor_list_type()));
+  for (auto& w : works_) futures.push_back(w->getFuture());
+  auto outs = result();
+  future_ = c10::collectAll(futures)->then(
+      [outs](c10::ivalue::Future& all) -> c10::IValue {
+        for (const auto& f : all.value().toList()) {
+          auto fut = f.get().toFuture();
+          if (fut->hasError()) std::rethrow_exception(fut->exception_ptr());
+        }
+        return c10::IValue(outs);
+      },
+      tensor_list_type());
+}
+
+bool CoalescedWork::isCompleted() {
+  bool done = true;
+  for (auto& w : works_) done = w->isCompleted() && done;
+  return done;
+}
+
+std::vector<at::Tensor> CoalescedWork::result() {
+  std::vector<at::Tensor> outs;
+  for (auto& w : works_) {
+    auto r = w->result();
+    outs.insert(outs.end(), r.begin(), r.end());
+  }
+  return outs;
+}
+
+bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
+  for (auto& w : works_) w->wait(timeout);
+  return true;
+}
+
 }  // namespace tt::backend::dist

@@ -55,6 +55,23 @@ class TpuDistWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// The Work of a coalescing block (startCoalescing .. endCoalescing): the
+// Works of every collective issued inside it. wait() waits each; the
+// future completes when all have, with their outputs end to end.
+class CoalescedWork : public c10d::Work {
+ public:
+  CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works);
+  bool isCompleted() override;
+  std::vector<at::Tensor> result() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void synchronize() override {}
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 // The tensor list type of a future's value.
 c10::TypePtr tensor_list_type();
 // An exception's message without a C++ backtrace.
