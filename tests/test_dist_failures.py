@@ -42,7 +42,7 @@ def test_exited_rank_makes_others_raise_naming_the_collective():
     rc, out = torchrun("failures.py", "exit", timeout=120)
     lines = raised_lines(out)
     assert len(lines) == 1 and "RAISED" in lines[0] and "tpu_dist all_reduce" in lines[0], out[-4000:]
-    assert "did not take part" in lines[0], lines
+    assert "did not take part" in lines[0] and "ranks that did not reach it: [1]" in lines[0], lines
     assert _after_seconds(out) < 6 + 5, out[-4000:]
 
 
@@ -51,4 +51,5 @@ def test_absent_rank_makes_others_raise_within_the_timeout():
     lines = raised_lines(out)
     assert len(lines) == 1 and "RAISED" in lines[0] and "tpu_dist all_reduce" in lines[0], out[-4000:]
     assert "did not take part" in lines[0] and "6000 ms" in lines[0], lines
+    assert "ranks that did not reach it: [1]" in lines[0], lines
     assert 5 <= _after_seconds(out) < 6 + 5, out[-4000:]

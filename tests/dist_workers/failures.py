@@ -23,13 +23,18 @@ TIMEOUT = 6
 dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=TIMEOUT))
 
 
+def say(line):
+    """One write per line: lines of both ranks share a pipe and must not interleave."""
+    os.write(1, (line + "\n").encode())
+
+
 def raised(fn):
     try:
         fn()
     except Exception as e:  # noqa: BLE001
-        print(f"RAISED: {type(e).__name__}: {str(e)}".replace("\n", " | "), flush=True)
+        say(f"RAISED: {type(e).__name__}: {str(e)}".replace("\n", " | "))
         return
-    print("NO ERROR", flush=True)
+    say("NO ERROR")
 
 
 if case == "mismatch":
@@ -46,7 +51,7 @@ if case == "mismatch":
     t = torch.ones(3, device="tpu")
     dist.all_reduce(t)
     assert t.cpu().tolist() == [world] * 3
-    print("USABLE", flush=True)
+    say("USABLE")
 elif case == "cpu":
     raised(lambda: dist.all_reduce(torch.ones(4)))
 elif case == "exit":
@@ -55,13 +60,13 @@ elif case == "exit":
     time.sleep(1)
     start = time.time()
     raised(lambda: dist.all_reduce(torch.ones(4, device="tpu")))
-    print(f"AFTER {time.time() - start:.1f}s", flush=True)
+    say(f"AFTER {time.time() - start:.1f}s")
 elif case == "absent":
     if rank == 1:
         time.sleep(TIMEOUT + 6)
         os._exit(0)
     start = time.time()
     raised(lambda: dist.all_reduce(torch.ones(4, device="tpu")))
-    print(f"AFTER {time.time() - start:.1f}s", flush=True)
+    say(f"AFTER {time.time() - start:.1f}s")
 sys.stdout.flush()
 os._exit(0)

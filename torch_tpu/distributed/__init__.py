@@ -20,9 +20,11 @@ process); ``TORCH_TPU_DIST_CHECK=0`` turns that check off.
 import torch.distributed as dist
 
 BACKEND_NAME = "tpu_dist"
-# Store keys of the inner gloo transport live under this prefix, apart from
-# any other backend of the same group.
+# Store keys of the inner gloo transport, and the records of failed
+# collectives (csrc/backend/dist/missing_ranks.h), live under these
+# prefixes, apart from any other backend of the same group.
 _GLOO_PREFIX = "tpu_dist_gloo/"
+_STATUS_PREFIX = "tpu_dist_status/"
 
 
 def _create_backend(opts, pg_options=None):
@@ -33,8 +35,9 @@ def _create_backend(opts, pg_options=None):
 
     store = dist.PrefixStore(_GLOO_PREFIX, opts.store)
     gloo = dist.ProcessGroupGloo(store, opts.group_rank, opts.group_size, opts.timeout)
+    status = dist.PrefixStore(_STATUS_PREFIX, opts.store)
     return _C._TpuDistBackend(
-        gloo, opts.group_rank, opts.group_size, opts.timeout.total_seconds(), opts.group_id or "default"
+        gloo, status, opts.group_rank, opts.group_size, opts.timeout.total_seconds(), opts.group_id or "default"
     )
 
 

@@ -85,7 +85,7 @@ bool agreement_check_enabled() {
 }
 
 void agree(c10d::Backend& gloo, const Signature& mine, std::chrono::milliseconds timeout,
-           const std::string& what) {
+           const std::string& what, const std::function<std::string()>& on_failure) {
   const int world = gloo.getSize();
   std::vector<int64_t> sig = encode(mine, world);
   const int64_t len = static_cast<int64_t>(sig.size());
@@ -97,9 +97,10 @@ void agree(c10d::Backend& gloo, const Signature& mine, std::chrono::milliseconds
   try {
     gloo.allgather(out, in, opts)->wait();
   } catch (...) {
+    std::string cause = error_text(std::current_exception());
     TORCH_CHECK(false, what, " failed: a rank of the group did not take part (it exited, did not arrive "
-                "within the group's timeout of ", timeout.count(), " ms, or called a different collective): ",
-                error_text(std::current_exception()));
+                "within the group's timeout of ", timeout.count(), " ms, or called a different collective)",
+                on_failure ? on_failure() : std::string(), ". gloo said: ", cause);
   }
 
   const int64_t* mine_v = sig.data();

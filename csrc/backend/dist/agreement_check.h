@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,9 @@ bool agreement_check_enabled();
 // Exchanges `mine` over `gloo` (waiting at most `timeout`) and raises on
 // every rank when the ranks disagree, naming each rank's arguments. `what`
 // names the collective and this rank for the error when a peer never
-// answers (it died or called nothing).
+// answers (it died or called nothing); `on_failure` then adds to the
+// message (the ranks that did not reach it).
 void agree(c10d::Backend& gloo, const Signature& mine, std::chrono::milliseconds timeout,
-           const std::string& what);
+           const std::string& what, const std::function<std::string()>& on_failure);
 
 }  // namespace tt::backend::dist

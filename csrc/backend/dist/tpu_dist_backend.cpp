@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "backend/dist/host_staging.h"
+#include "backend/dist/missing_ranks.h"
 #include "backend/dist/tpu_dist_work.h"
 
 namespace tt::backend::dist {
@@ -71,9 +72,13 @@ std::vector<int64_t> equal_splits(const at::Tensor& t, int world, const char* op
 
 }  // namespace
 
-TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size,
-                               std::chrono::milliseconds timeout, std::string group)
-    : c10d::Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout), group_(std::move(group)) {
+TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Store> status,
+                               int rank, int size, std::chrono::milliseconds timeout, std::string group)
+    : c10d::Backend(rank, size),
+      gloo_(std::move(gloo)),
+      status_(std::move(status)),
+      timeout_(timeout),
+      group_(std::move(group)) {
   TORCH_CHECK(gloo_ && gloo_->getRank() == rank && gloo_->getSize() == size,
               "tpu_dist: the gloo transport's ranks do not match the group's");
 }
@@ -101,7 +106,11 @@ WorkPtr TpuDistBackend::track(WorkPtr w) {
 
 WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
   const std::string w = what(plan.sig.op);
-  if (agreement_check_enabled()) agree(*gloo_, plan.sig, timeout_, w);
+  const uint64_t seq = ++seq_;
+  auto missing = [this, seq] {
+    return status_ ? missing_ranks(*status_, getRank(), getSize(), seq, std::chrono::milliseconds(2000)) : "";
+  };
+  if (agreement_check_enabled()) agree(*gloo_, plan.sig, timeout_, w, missing);
   WorkPtr gloo_work = issue();
   bool direct = true;
   for (const auto& wr : plan.writes) direct = direct && direct_write(wr.first);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 #include <functional>
@@ -23,9 +24,10 @@ namespace tt::backend::dist {
 class TpuDistBackend : public c10d::Backend {
  public:
   // `gloo` is a gloo Backend of the same ranks, on its own store prefix;
+  // `status` a store prefix of the group's own (backend/dist/missing_ranks.h);
   // `timeout` is the group's; `group` names the group in messages.
-  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout,
-                 std::string group);
+  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Store> status, int rank,
+                 int size, std::chrono::milliseconds timeout, std::string group);
 
   const std::string getBackendName() const override { return "tpu_dist"; }
 
@@ -96,6 +98,8 @@ class TpuDistBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> track(c10::intrusive_ptr<c10d::Work> w);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
+  c10::intrusive_ptr<c10d::Store> status_;
+  uint64_t seq_ = 0;  // collectives issued (the same count on every rank)
   std::chrono::milliseconds timeout_;
   std::string group_;
   bool coalescing_ = false;
