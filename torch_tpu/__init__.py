@@ -57,6 +57,11 @@ from ._eager_decompositions import decomposed_ops, reset_decomposed_ops  # noqa:
 
 _eager_decompositions.install()
 
+# c10d's backend for device tpu: "tpu_dist" (torch_tpu/distributed).
+from . import distributed as _distributed  # noqa: E402
+
+_distributed.register()
+
 __version__ = "0.1.0"
 
 import sys as _sys  # noqa: E402

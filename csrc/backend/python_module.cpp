@@ -8,6 +8,7 @@
 #include <map>
 
 #include "backend/cpu_fallback.h"
+#include "backend/dist/dist_bindings.h"
 #include "backend/eager_decomposition.h"
 #include "backend/executor.h"
 #include "backend/fused_cluster.h"
@@ -82,6 +83,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
+  backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);
   m.def("_is_in_bad_fork", &backend::in_bad_fork);
