@@ -188,7 +188,7 @@ CompletionPtr mark(int device, int64_t id) {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     for (auto& w : s.work)
-      if (auto b = w.lock()) work.push_back(std::move(b));
+      if (auto b = w.lock(); b && !b->donated()) work.push_back(std::move(b));  // donated: see synchronize
     s.work.clear();
     after.swap(s.after);
   }

@@ -98,7 +98,9 @@ void synchronize(int device) {
   std::vector<std::weak_ptr<runtime::Buffer>> other_devices;
   for (auto& w : pending) {
     auto b = w.lock();
-    if (!b) continue;
+    // A donated buffer's work is the input of the program it was given to,
+    // whose results are tracked themselves.
+    if (!b || b->donated()) continue;
     if (device >= 0 && b->device() != device) {
       other_devices.push_back(w);
       continue;
