@@ -141,3 +141,17 @@ def test_launch_blocking_and_the_off_switch(tmp_path, env, expect):
     assert r.returncode == 0, r.stderr
     lines = [ln.split(" ")[0] for ln in r.stdout.strip().splitlines()]
     assert lines == expect.split("\n"), r.stdout
+
+
+def test_integer_division_in_a_bucketed_graph_ignores_the_padding():
+    """Shape buckets pad a symbolic size with zeros; an integer divisor's
+    padding must not trip the division-by-zero check."""
+    torch._dynamo.reset()
+    fn = lambda a, b: (torch.div(a, b, rounding_mode="floor"), torch.remainder(a, b))  # noqa: E731
+    f = torch.compile(fn, backend="tpu", dynamic=True)
+    before = torch_tpu.compile_stats()["bucketed_compiles"]
+    for n in (3, 5, 6):
+        a, b = torch.arange(1, n + 1), torch.full((n,), 2)
+        torch.testing.assert_close([t.cpu() for t in f(a.to("tpu"), b.to("tpu"))], list(fn(a, b)))
+    torch.tpu.synchronize()
+    assert torch_tpu.compile_stats()["bucketed_compiles"] > before
