@@ -47,6 +47,10 @@ from . import _module_ties  # noqa: E402
 
 _module_ties.install()
 
+from . import _data_parallel  # noqa: E402
+
+_data_parallel.install()
+
 from . import _eager_mode  # noqa: E402
 from ._eager_mode import eager_mode, fused_stats, get_eager_mode, reset_fused_stats, set_eager_mode  # noqa: E402,F401
 
