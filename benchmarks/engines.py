@@ -167,6 +167,21 @@ class TpuCompileEngine(TpuEngine):
         w.engine_compile(lambda fn: self.torch.compile(fn, backend="tpu"))
 
 
+class TpuTrainStepEngine(TpuCompileEngine):
+    """torch_tpu.TrainStep: forward, backward and AdamW traced into one program
+    per step (training workloads; a decode step is compiled as by tpu_compile)."""
+    name = "tpu_trainstep"
+
+    def compile(self, w):
+        parts = getattr(w.fn, "parts", None)
+        if parts is None:
+            return super().compile(w)
+        if not hasattr(self.torch_tpu, "TrainStep"):
+            raise Missing("this torch_tpu has no TrainStep")
+        model, opt, loss_fn = parts
+        w.fn = self.torch_tpu.TrainStep(model, loss_fn, opt)
+
+
 class JaxEngine:
     """JAX jit on its CPU device: the step jitted whole, state donated."""
     name = "jax_jit"
@@ -239,4 +254,4 @@ class TorchXlaEngine(TorchEngine):
 
 
 ENGINES = {e.name: e for e in (TorchEngine, InductorEngine, TpuEngine, TpuFusedEngine,
-                              TpuCompileEngine, JaxEngine, TorchXlaEngine)}
+                              TpuCompileEngine, TpuTrainStepEngine, JaxEngine, TorchXlaEngine)}

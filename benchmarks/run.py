@@ -28,7 +28,8 @@ sys.path.insert(0, HERE)
 from report import chart, print_tables  # noqa: E402
 from workloads import NAMES as WORKLOADS  # noqa: E402
 
-ENGINES = ("torch_eager", "torch_inductor", "tpu_eager", "tpu_fused", "tpu_compile", "jax_jit", "torch_xla")
+ENGINES = ("torch_eager", "torch_inductor", "tpu_eager", "tpu_fused", "tpu_compile", "tpu_trainstep", "jax_jit",
+           "torch_xla")
 XLA_PYTHON = os.environ.get("TORCH_XLA_PYTHON", os.path.join(HERE, ".venv_torch_xla", "bin", "python"))
 
 

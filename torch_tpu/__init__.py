@@ -148,3 +148,4 @@ def lowered_ops(where=False):
 
 
 from .compiler import compile_stats, reset_compile_stats  # noqa: E402,F401
+from .train_step import TrainStep  # noqa: E402,F401

@@ -52,6 +52,7 @@ def train_step_fn(model, opt, loss_fn):
         loss.backward()
         opt.step()
         return loss.detach()
+    train_step.parts = (model, opt, loss_fn)  # for engines that build the step themselves
     return train_step
 
 
