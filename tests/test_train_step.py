@@ -19,6 +19,16 @@ def _loss(model, x, y):
     return torch.nn.functional.cross_entropy(model(x), y)
 
 
+def _both_steps(step, ref, opt_ref, loss_fn, *batch):
+    """One TrainStep on tpu and the eager loop's step on the CPU; same loss."""
+    loss = step(*(b.to("tpu") for b in batch))
+    opt_ref.zero_grad()
+    loss_ref = loss_fn(ref, *batch)
+    loss_ref.backward()
+    opt_ref.step()
+    torch.testing.assert_close(loss.cpu(), loss_ref.detach(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("make_opt", [
     lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1),
     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
@@ -33,12 +43,7 @@ def test_matches_the_eager_cpu_loop_and_is_one_program_per_step(make_opt):
     for i, (x, y) in enumerate(batches):
         if i == 3:
             before = torch_tpu.cache_info()
-        loss = step(x.to("tpu"), y.to("tpu"))
-        opt_ref.zero_grad()
-        loss_ref = _loss(ref, x, y)
-        loss_ref.backward()
-        opt_ref.step()
-        torch.testing.assert_close(loss.cpu(), loss_ref.detach(), rtol=1e-5, atol=1e-6)
+        _both_steps(step, ref, opt_ref, _loss, x, y)
     after = torch_tpu.cache_info()
     # the last two steps: one program each, no compile, state updated in place
     assert after["modes"]["graph"]["hits"] - before["modes"]["graph"]["hits"] == 2
@@ -66,12 +71,7 @@ def test_batch_norm_buffers_and_dropout_free_model_train():
     opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05)
     for _ in range(3):
         x, y = torch.randn(10, 6), torch.randn(10, 1)
-        loss = step(x.to("tpu"), y.to("tpu"))
-        opt_ref.zero_grad()
-        loss_ref = mse(ref, x, y)
-        loss_ref.backward()
-        opt_ref.step()
-        torch.testing.assert_close(loss.cpu(), loss_ref.detach(), rtol=1e-5, atol=1e-6)
+        _both_steps(step, ref, opt_ref, mse, x, y)
     torch.testing.assert_close(model[1].running_mean.cpu(), ref[1].running_mean, rtol=1e-5, atol=1e-6)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-4, atol=1e-5)
