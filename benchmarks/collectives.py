@@ -10,8 +10,8 @@ For each N in --ranks, one torchrun (python -m torch.distributed.run
 tensors and to tpu_dist for tpu tensors. For each collective (all_reduce,
 all_gather_into_tensor, reduce_scatter_tensor), float32 message size and
 transport, every rank times each call after warmup (tpu: until
-torch.tpu.synchronize() returns); the reported time is the slowest rank's
-median. Sizes follow NCCL-tests: the full buffer (all_reduce's tensor,
+torch.tpu.synchronize() returns), the two transports alternating call by
+call; the reported time is the slowest rank's median. Sizes follow NCCL-tests: the full buffer (all_reduce's tensor,
 all_gather's output, reduce_scatter's input). Bus bandwidth is NCCL-tests':
 all_reduce size/time * 2(n-1)/n, all_gather and reduce_scatter
 size/time * (n-1)/n. Prints one table per N and writes
@@ -31,6 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 TRANSPORTS = ("tpu_dist", "gloo")
+DEVICES = {"tpu_dist": "tpu", "gloo": "cpu"}
 KIB, MIB = 1024, 1024 * 1024
 SIZES = (4 * KIB, 64 * KIB, MIB, 16 * MIB, 64 * MIB)
 QUICK_SIZES = (4 * KIB, 64 * KIB, MIB)
@@ -42,13 +43,13 @@ def iterations(size, scale):
     """(warmup, timed) calls for a message of `size` bytes: fewer for big
     messages, so a full run stays within minutes on a small machine."""
     if size <= 64 * KIB:
-        w, n = 3, 20
+        w, n = 3, 40
     elif size <= MIB:
-        w, n = 2, 10
+        w, n = 2, 20
     elif size <= 16 * MIB:
-        w, n = 1, 5
+        w, n = 1, 10
     else:
-        w, n = 1, 3
+        w, n = 1, 5
     return w, max(1, round(n * scale))
 
 
@@ -74,40 +75,43 @@ def worker(args):
     def buffers(op, size, device):
         numel = size // ELEMENT_BYTES
         assert numel % n == 0, f"{size} bytes do not split over {n} ranks"
-        full = torch.full((numel,), float(rank + 1), device=device)
+        # 1/n: repeated in-place all_reduce sums stay near 1 (no overflow to inf).
+        full = torch.full((numel,), 1.0 / n, device=device)
         part = torch.empty((numel // n,), device=device)
         if op == "all_reduce":
             return lambda: dist.all_reduce(full)
         if op == "all_gather":
-            part.fill_(float(rank + 1))
+            part.fill_(1.0 / n)
             return lambda: dist.all_gather_into_tensor(full, part)
         return lambda: dist.reduce_scatter_tensor(part, full)
 
-    def timed(call, device, count):
-        times = []
-        for _ in range(count):
-            dist.barrier()  # gloo, CPU: every rank starts the call together
-            t0 = time.perf_counter()
-            call()
-            if device == "tpu":
-                torch.tpu.synchronize()
-            times.append(time.perf_counter() - t0)
-        return times
+    def one_call(call, device):
+        dist.barrier()  # gloo, CPU: every rank starts the call together
+        t0 = time.perf_counter()
+        call()
+        if device == "tpu":
+            torch.tpu.synchronize()
+        return time.perf_counter() - t0
 
     rows = []
     for op in OPS:
         for size in sizes:
             warm, count = iterations(size, args.iter_scale)
-            for transport in TRANSPORTS:
-                device = "tpu" if transport == "tpu_dist" else "cpu"
-                call = buffers(op, size, device)
-                timed(call, device, warm)
-                med = statistics.median(timed(call, device, count))
+            calls = {t: (buffers(op, size, DEVICES[t]), DEVICES[t]) for t in TRANSPORTS}
+            times = {t: [] for t in TRANSPORTS}
+            # The transports alternate call by call (order flipped each round),
+            # so load from other processes on a shared machine hits both alike.
+            for i in range(warm + count):
+                for t in (TRANSPORTS if i % 2 == 0 else TRANSPORTS[::-1]):
+                    dt = one_call(*calls[t])
+                    if i >= warm:
+                        times[t].append(dt)
+            for t in TRANSPORTS:
                 meds = [None] * n
-                dist.all_gather_object(meds, med)
-                rows.append({"op": op, "size": size, "transport": transport, "warmup": warm,
+                dist.all_gather_object(meds, statistics.median(times[t]))
+                rows.append({"op": op, "size": size, "transport": t, "warmup": warm,
                              "iters": count, "rank_median_s": meds, "time_s": max(meds)})
-                del call
+            del calls
     if rank == 0:
         print(RESULT_PREFIX + json.dumps(rows), flush=True)
     dist.barrier()
@@ -191,7 +195,7 @@ def main():
         raise SystemExit(f"unsupported --ranks {args.ranks}: choose from 2, 4, 8")
     sizes = SIZES
     if args.quick:
-        ranks, sizes, args.iter_scale = [2], QUICK_SIZES, min(args.iter_scale, 0.25)
+        ranks, sizes, args.iter_scale = [2], QUICK_SIZES, min(args.iter_scale, 0.2)
 
     started = datetime.datetime.now(datetime.timezone.utc)
     doc = {"date": started.isoformat(timespec="seconds"), "machine": machine(),
