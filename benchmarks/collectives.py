@@ -145,20 +145,20 @@ def table(n, rows):
     """Text table for one N: per op and size, each transport's median time and
     bus bandwidth, and the time ratio tpu_dist/gloo."""
     by = {(r["op"], r["size"], r["transport"]): r for r in rows}
-    head = (f"{'op':15s} {'size':>7s} {'tpu_dist ms':>12s} {'GB/s':>7s} "
-            f"{'gloo ms':>10s} {'GB/s':>7s} {'tpu_dist/gloo':>14s}")
+    head = (f"{'op':15s} {'size':>7s} {'tpu_dist ms':>12s} {'MB/s':>9s} "
+            f"{'gloo ms':>10s} {'MB/s':>9s} {'tpu_dist/gloo':>14s}")
     lines = [f"ranks {n}", head, "-" * len(head)]
     for op in OPS:
         for size in sorted({r["size"] for r in rows if r["op"] == op}):
             t = by[(op, size, "tpu_dist")]["time_s"]
             g = by[(op, size, "gloo")]["time_s"]
-            lines.append(f"{op:15s} {fmt_size(size):>7s} {t * 1e3:12.3f} {busbw(op, size, t, n):7.3f} "
-                         f"{g * 1e3:10.3f} {busbw(op, size, g, n):7.3f} {t / g:14.2f}")
+            lines.append(f"{op:15s} {fmt_size(size):>7s} {t * 1e3:12.3f} {busbw(op, size, t, n) * 1e3:9.2f} "
+                         f"{g * 1e3:10.3f} {busbw(op, size, g, n) * 1e3:9.2f} {t / g:14.2f}")
     return "\n".join(lines)
 
 
 def busbw(op, size, seconds, n):
-    """NCCL-tests bus bandwidth in GB/s (1e9 bytes)."""
+    """NCCL-tests bus bandwidth in GB/s (1e9 bytes/s; the table shows MB/s)."""
     return size / seconds * bus_factor(op, n) / 1e9
 
 
@@ -203,7 +203,7 @@ def main():
                     "dtype": "float32", "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "1")},
            "results": {}}
     print(f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"time = slowest rank's median; GB/s = NCCL-tests bus bandwidth", flush=True)
+          f"time = slowest rank's median; MB/s = NCCL-tests bus bandwidth (1e6 bytes/s)", flush=True)
     failed = False
     for n in ranks:
         rows, wall, tail = run_ranks(n, sizes, args)
