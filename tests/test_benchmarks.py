@@ -61,3 +61,47 @@ def test_unknown_engine_is_refused(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"), "--engines", "tpu_turbo",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "unknown engine: tpu_turbo" in p.stderr
+
+
+def test_collectives_quick_prints_a_table_and_json(tmp_path):
+    """benchmarks/collectives.py --quick: 2 ranks under torchrun, tpu_dist and
+    gloo side by side; the table has a row per (collective, size) with
+    positive times, bandwidths and ratio, and the JSON has both transports."""
+    import re
+    env = dict(os.environ)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(torch_tpu.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "collectives.py"), "--quick",
+           "--out", str(tmp_path), "--timeout", "240"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "ranks 2" in p.stdout
+    row = re.compile(r"^(all_reduce|all_gather|reduce_scatter)\s+(\d+ [KM]iB)"
+                     r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+    rows = {}
+    for line in p.stdout.splitlines():
+        m = row.match(line)
+        if m:
+            rows[(m.group(1), m.group(2))] = [float(v) for v in m.groups()[2:]]
+    want = {(op, s) for op in ("all_reduce", "all_gather", "reduce_scatter") for s in ("4 KiB", "64 KiB", "1 MiB")}
+    assert set(rows) == want, p.stdout
+    for key, (t_ms, t_bw, g_ms, g_bw, ratio) in rows.items():
+        assert t_ms > 0 and g_ms > 0 and t_bw > 0 and g_bw > 0, (key, rows[key])
+        assert math.isclose(ratio, t_ms / g_ms, rel_tol=0.05, abs_tol=0.01), (key, rows[key])
+
+    with open(tmp_path / "collectives_latest.json") as f:
+        doc = json.load(f)
+    result = doc["results"]["2"]
+    assert result["status"] == "ok"
+    assert {(r["op"], r["transport"]) for r in result["rows"]} == {
+        (op, t) for op in ("all_reduce", "all_gather", "reduce_scatter") for t in ("tpu_dist", "gloo")}
+    for r in result["rows"]:
+        assert len(r["rank_median_s"]) == 2 and r["time_s"] == max(r["rank_median_s"]) > 0
+        factor = 2 * (2 - 1) / 2 if r["op"] == "all_reduce" else (2 - 1) / 2
+        assert math.isclose(r["busbw_GBps"], r["size"] / r["time_s"] * factor / 1e9, rel_tol=1e-9)
+
+
+def test_collectives_bad_ranks_are_refused(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "collectives.py"), "--ranks", "3",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "unsupported --ranks 3" in p.stderr
