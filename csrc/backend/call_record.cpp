@@ -2,6 +2,7 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <mutex>
@@ -43,8 +44,8 @@ bool is_scalar_schema_type(const c10::TypePtr& t) {
               a, " and ", b, "!");
 }
 
-int add_scalar(CallState& st, runtime::ElementType type, uint64_t bits) {
-  st.scalars.push_back({type, bits});
+int add_scalar(CallState& st, runtime::ElementType type, uint64_t bits, uint64_t bits_hi = 0) {
+  st.scalars.push_back({type, bits, bits_hi});
   return static_cast<int>(st.scalars.size()) - 1;
 }
 
@@ -80,8 +81,12 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
     rec.view.sizes = t.sizes().vec();
     rec.view.strides = t.strides().vec();
     rec.view.offset = t.storage_offset();
+    rec.view.conj = t.is_conj();
+    rec.view.neg = t.is_neg();
     const hlo::Type& contents = st.storages[idx].type;
     key += 'T';
+    if (rec.view.conj) key += '*';
+    if (rec.view.neg) key += '-';
     key_int(key, static_cast<int>(rec.dtype));
     key_ints(key, t.sizes());
     key_ints(key, t.strides());
@@ -101,9 +106,9 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
   }
   rec.dtype = hlo_dtype(t.scalar_type());
   rec.wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();
-  uint64_t bits = 0;
-  std::memcpy(&bits, t.const_data_ptr(), t.element_size());
-  rec.scalar = add_scalar(st, to_element_type(t.scalar_type()), bits);
+  uint64_t bits[2] = {0, 0};
+  std::memcpy(bits, t.const_data_ptr(), std::min<size_t>(t.element_size(), sizeof(bits)));
+  rec.scalar = add_scalar(st, to_element_type(t.scalar_type()), bits[0], bits[1]);
   key += rec.wrapped ? 'w' : 'c';
   key_int(key, static_cast<int>(rec.dtype));
 }
@@ -111,9 +116,19 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
 void encode_scalar(const c10::Scalar& v, bool static_value, CallState& st, std::string& key,
                    ArgRecord& rec) {
   rec.kind = Kind::Scalar;
-  uint64_t bits = 0;
+  uint64_t bits = 0, bits_hi = 0;
   runtime::ElementType type;
-  if (v.isBoolean()) {
+  if (v.isComplex()) {
+    // A Python complex: complex128, its parts in two words.
+    c10::complex<double> z = v.toComplexDouble();
+    double re = z.real(), im = z.imag();
+    rec.d = re;
+    rec.i = static_cast<int64_t>(re);
+    rec.scalar_kind = hlo::DType::C128;
+    type = runtime::ElementType::C128;
+    std::memcpy(&bits, &re, 8);
+    std::memcpy(&bits_hi, &im, 8);
+  } else if (v.isBoolean()) {
     rec.b = v.toBool();
     rec.i = rec.b;
     rec.d = rec.b;
@@ -127,19 +142,19 @@ void encode_scalar(const c10::Scalar& v, bool static_value, CallState& st, std::
     type = runtime::ElementType::S64;
     std::memcpy(&bits, &rec.i, 8);
   } else {
-    TORCH_CHECK_TYPE(!v.isComplex(), "tpu does not support complex scalars yet");
     rec.d = v.toDouble();
     rec.i = static_cast<int64_t>(rec.d);
     rec.scalar_kind = hlo::DType::F64;
     type = runtime::ElementType::F64;
     std::memcpy(&bits, &rec.d, 8);
   }
-  rec.scalar = add_scalar(st, type, bits);
+  rec.scalar = add_scalar(st, type, bits, bits_hi);
   key += 'S';
   key_int(key, static_cast<int>(rec.scalar_kind));
   if (static_value) {
     key += '=';
     key_int(key, static_cast<int64_t>(bits));
+    if (type == runtime::ElementType::C128) key_int(key, static_cast<int64_t>(bits_hi));
   }
 }
 
@@ -225,17 +240,18 @@ void encode(const c10::IValue& v, const c10::Argument& schema_arg, bool static_s
 runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device) {
   static std::mutex mu;
   static std::unordered_map<std::string, runtime::BufferPtr> cache;
-  std::string k(sizeof(int) * 2 + 8, '\0');
+  const uint64_t words[2] = {s.bits, s.bits_hi};
+  std::string k(sizeof(int) * 2 + 16, '\0');
   int t = static_cast<int>(s.type);
   std::memcpy(&k[0], &t, sizeof(int));
   std::memcpy(&k[sizeof(int)], &device, sizeof(int));
-  std::memcpy(&k[sizeof(int) * 2], &s.bits, 8);
+  std::memcpy(&k[sizeof(int) * 2], words, 16);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(k);
     if (it != cache.end()) return it->second;
   }
-  auto buf = runtime_for(device).FromHost(&s.bits, s.type, {}, device);
+  auto buf = runtime_for(device).FromHost(words, s.type, {}, device);
   buf->ExcludeFromAccounting();
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() > 4096) cache.clear();

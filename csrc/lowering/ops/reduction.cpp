@@ -69,7 +69,7 @@ TT_RULE({"aten::mean", "aten::mean.dim"}, [](Builder& b, const Args& a, const Co
   Arg all;
   auto dims = a.size() > 2 ? dims_for(a[1], x, c.out()) : reduction_dims(all, x.rank());
   DType acc = acc_dtype(c.out().dtype);
-  if (!hlo::is_float(acc)) throw LoweringError("mean of a non-float result type");
+  if (!hlo::is_float(acc) && !hlo::is_complex(acc)) throw LoweringError("mean of a non-float result type");
   Value s = reduce_sum(b, b.convert(x, acc), dims);
   s = b.div(s, full_like(b, s, static_cast<double>(count_of(x, dims))));
   return Values{b.reshape(s, c.out().shape)};
