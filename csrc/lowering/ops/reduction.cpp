@@ -216,6 +216,7 @@ TT_RULE({"aten::linalg_vector_norm"}, [](Builder& b, const Args& a, const Contex
   auto dims = dims_for(a[2], x, c.out());
   DType acc = acc_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("linalg_vector_norm of a non-float result type");
+  if (hlo::is_complex(x.dtype())) x = b.abs(x);  // the norm of the magnitudes
   x = b.convert(x, acc);
   Value ax = b.abs(x);
   Value r;
