@@ -164,7 +164,7 @@ def test_stft(center, normalized):
 @pytest.mark.parametrize("center", (True, False))
 def test_istft_round_trip(center):
     x = rand((2, 160), torch.float64)
-    win = torch.hann_window(32, dtype=torch.float64)
+    win = torch.hamming_window(32, dtype=torch.float64)  # non-zero at the ends: valid without centering
     spec = torch.stft(x, 32, hop_length=8, window=win, center=center, return_complex=True)
 
     def f(s):
