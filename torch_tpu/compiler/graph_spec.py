@@ -112,7 +112,7 @@ class GraphSpec:
         return self._next_id - 1
 
     def _add_input(self, t, slot):
-        if t.dtype not in _SCALAR_TYPE_CODE or t.is_complex():
+        if t.dtype not in _SCALAR_TYPE_CODE or t.dtype == torch.complex32:
             raise Unsupported(f"input dtype {t.dtype}")
         vid = self._new_id()
         self.inputs.append((t.dtype, list(t.shape)))
@@ -201,7 +201,7 @@ class GraphSpec:
                 out_types.append(None)
                 out_ids.append(-1)
             else:
-                if r.dtype not in _SCALAR_TYPE_CODE or r.is_complex():
+                if r.dtype not in _SCALAR_TYPE_CODE or r.dtype == torch.complex32:
                     raise Unsupported(f"{name} returns {r.dtype}")
                 out_types.append((r.dtype, list(r.shape)))
                 out_ids.append(self._new_id())

@@ -36,5 +36,41 @@ TT_RULE({"aten::conj_physical", "aten::_conj_physical"}, [](Builder& b, const Ar
   return Values{b.complex(b.real(x), b.neg(b.imag(x)))};
 });
 
+// ---- inside whole graphs, where views are values ---------------------------------
+
+// view_as_real: [..., 2] of (real, imag).
+TT_GRAPH_RULE({"aten::view_as_real", "aten::view_as_real_copy"}, [](Builder& b, const Args& a, const Context&) {
+  Value z = a[0].value();
+  Shape s = z.shape();
+  s.push_back(1);
+  return Values{b.concatenate({b.reshape(b.real(z), s), b.reshape(b.imag(z), s)}, z.rank())};
+});
+
+// view_as_complex: the last dim of 2 as (real, imag).
+TT_GRAPH_RULE({"aten::view_as_complex", "aten::view_as_complex_copy"}, [](Builder& b, const Args& a, const Context&) {
+  Value x = a[0].value();
+  Shape s = x.shape();
+  const int64_t last = x.rank() - 1;
+  if (last < 0 || s[last] != 2) throw LoweringError("view_as_complex: the last dimension must have size 2");
+  std::vector<int64_t> start(x.rank(), 0), limit = s;
+  limit[last] = 1;
+  Value re = b.slice(x, start, limit);
+  start[last] = 1;
+  limit[last] = 2;
+  Value im = b.slice(x, start, limit);
+  s.pop_back();
+  return Values{b.complex(b.reshape(re, s), b.reshape(im, s))};
+});
+
+// The lazy conjugate and negation are plain values in a graph.
+TT_GRAPH_RULE({"aten::_conj", "aten::_conj_copy"}, [](Builder& b, const Args& a, const Context&) {
+  Value x = a[0].value();
+  if (!hlo::is_complex(x.dtype())) return Values{x};
+  return Values{b.complex(b.real(x), b.neg(b.imag(x)))};
+});
+TT_GRAPH_RULE({"aten::_neg_view", "aten::_neg_view_copy"}, [](Builder& b, const Args& a, const Context&) {
+  return Values{b.neg(a[0].value())};
+});
+
 }  // namespace
 }  // namespace tt::lowering
