@@ -221,6 +221,24 @@ def test_binary(dtype, op):
     check(lambda t, u: f(t, u), torch.randn(3, 4), y)  # real tensor, complex tensor
 
 
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_shape_and_indexing_ops(dtype):
+    x = crandn(3, 4, dtype=dtype)
+    y = crandn(3, 4, dtype=dtype, seed=1)
+    idx = torch.tensor([2, 0])
+    check(lambda t, u: torch.cat([t, u]), x, y)
+    check(lambda t, u: torch.stack([t, u], 1), x, y)
+    check(lambda t, u: torch.where(t.real > 0, t, u), x, y)
+    check(lambda t: t[idx.to(t.device)], x)
+    check(lambda t: t.flip(0).roll(1, 1), x)
+    check(lambda t: torch.nn.functional.pad(t, (1, 2)), x)
+    check(lambda t: t.masked_fill(t.imag > 0, 2j), x)
+    check(lambda t: t.cumsum(1), x, rtol=1e-5, atol=1e-5)
+    check(lambda t, u: t ** u, x, y, rtol=1e-4, atol=1e-5)
+    check(lambda t: t ** 2, x, rtol=1e-5, atol=1e-5)
+    check(lambda t, u: torch.einsum("ij,kj->ik", t, u), x, y, rtol=1e-5, atol=1e-5)
+
+
 def test_promotion():
     f32 = torch.randn(3)
     check(lambda t: t * 1j, f32)
@@ -266,6 +284,8 @@ def test_inplace(dtype):
     check(lambda t: t.zero_(), x)
     check(lambda t, u: t.copy_(u), x, y)
     check(lambda t, u: t.copy_(u.real), x, y)
+    check(lambda t, u: t.lerp_(u, 0.3), x, y)
+    check(lambda t, u: torch.lerp(t, u, u), x, y)
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
@@ -291,6 +311,9 @@ def test_reductions(dtype):
     check(lambda t: t.sum((0, 2)), x)
     check(torch.sum, torch.zeros(0, 3, dtype=dtype))
     check(lambda t: torch.linalg.vector_norm(t), x, rtol=1e-5, atol=1e-5)
+    check(lambda t: t.var(), x, rtol=1e-5, atol=1e-5)
+    check(lambda t: t.std(1, correction=0), x, rtol=1e-5, atol=1e-5)
+    check(lambda t: torch.var_mean(t, (0, 2)), x, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)

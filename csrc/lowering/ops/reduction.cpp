@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include "lowering/helpers.h"
 
@@ -194,7 +195,16 @@ Values var_std(Builder& b, const Args& a, const Context& c, bool sqrt, bool with
   auto dims = dims_for(a[1], x, c.out());
   DType acc = acc_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("var/std of a non-float result type");
-  auto [var, mean] = var_mean(b, x, dims, a[2], acc);
+  Value var, mean;
+  if (hlo::is_complex(x.dtype())) {
+    // E|z - mean|^2 = var(real) + var(imag); the mean stays complex.
+    auto [vr, mr] = var_mean(b, b.real(x), dims, a[2], acc);
+    auto [vi, mi] = var_mean(b, b.imag(x), dims, a[2], acc);
+    var = b.add(vr, vi);
+    mean = b.complex(mr, mi);
+  } else {
+    std::tie(var, mean) = var_mean(b, x, dims, a[2], acc);
+  }
   if (sqrt) var = b.sqrt(var);
   Values r{b.reshape(var, c.out(0).shape)};
   if (with_mean) r.push_back(b.reshape(mean, c.out(1).shape));

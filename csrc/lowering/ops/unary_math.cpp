@@ -403,7 +403,8 @@ TT_RULE({"aten::lerp.Scalar", "aten::lerp.Tensor"}, [](Builder& b, const Args& a
   Value e = cast_to(b, a[1].value(), ct, out.shape);
   Value w = cast_to(b, a[2].value(), ct, out.shape);
   Value diff = b.sub(e, s);
-  Value small = b.compare(b.abs(w), cst(b, w, 0.5), Cmp::LT);
+  Value mag = b.abs(w);  // real for a complex weight
+  Value small = b.compare(mag, cst(b, mag, 0.5), Cmp::LT);
   Value r = b.select(small, b.add(s, b.mul(w, diff)), b.sub(e, b.mul(diff, b.sub(cst(b, w, 1.0), w))));
   return Values{b.convert(r, out.dtype)};
 });
