@@ -385,6 +385,7 @@ COMPILED = [
     ("imag_of_conj", lambda z: z.imag + z.conj().imag),
     ("matmul_conj", lambda z: z.conj() @ z.t()),
     ("fft", lambda z: torch.fft.fft2(z).exp().sum()),
+    ("python_complex", lambda z: torch.add(z * (2 + 1j), z.real * 1j, alpha=0.5 - 1j)),
 ]
 
 

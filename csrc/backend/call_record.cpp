@@ -123,6 +123,7 @@ void encode_scalar(const c10::Scalar& v, bool static_value, CallState& st, std::
     c10::complex<double> z = v.toComplexDouble();
     double re = z.real(), im = z.imag();
     rec.d = re;
+    rec.imag = im;
     rec.i = static_cast<int64_t>(re);
     rec.scalar_kind = hlo::DType::C128;
     type = runtime::ElementType::C128;

@@ -44,6 +44,11 @@ void number(const py::handle& v, lowering::GraphArg& g) {
     g.scalar_kind = hlo::DType::S64;
     g.i = v.cast<int64_t>();
     g.d = static_cast<double>(g.i);
+  } else if (PyComplex_Check(v.ptr())) {
+    g.scalar_kind = hlo::DType::C128;
+    g.d = PyComplex_RealAsDouble(v.ptr());
+    g.imag = PyComplex_ImagAsDouble(v.ptr());
+    g.i = static_cast<int64_t>(g.d);
   } else {
     g.scalar_kind = hlo::DType::F64;
     g.d = v.cast<double>();

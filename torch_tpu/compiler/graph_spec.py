@@ -291,7 +291,7 @@ class GraphSpec:
             v = vals[v]  # a host value computed earlier (a size)
         if isinstance(v, torch.Tensor):
             raise Unsupported("a tensor constant in the arguments")
-        if _is_tensor_type(schema_type) and isinstance(v, (bool, int, float)):
+        if _is_tensor_type(schema_type) and isinstance(v, (bool, int, float, complex)):
             return ("W", v)
         if isinstance(v, torch.dtype):
             return ("i", _SCALAR_TYPE_CODE[v])
@@ -303,7 +303,7 @@ class GraphSpec:
             return ("N",)
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             raise Unsupported("a symbolic size reached the graph")
-        if _is_number_type(schema_type) and isinstance(v, (bool, int, float)):
+        if _is_number_type(schema_type) and isinstance(v, (bool, int, float, complex)):
             return ("S", v)
         if isinstance(v, bool):
             return ("b", v)
