@@ -23,18 +23,17 @@ CI = {('float32', 'bwd'): {'_segment_reduce.lengths': 'fallback: CPU fallback: a
                                      '5.14984130859375e-05 at index (2, 0) (up to 1e-05 allowed); Greatest '
                                      'relative difference: 3.1490321816818323e-06 at index (0, 3) (up to '
                                      '1.3e-06 allowed)',
-                      'linalg.lstsq': 'fallback: CPU fallback: aten::linalg_lstsq.out',
-                      'linalg.lstsq.grad_oriented': 'fallback: CPU fallback: aten::linalg_lstsq.out',
                       'matrix_exp': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are not close!; '
                                     'Mismatched elements: 25 / 25 (100.0%); Greatest absolute difference: '
                                     '0.01959228515625 at index (4, 4) (up to 1e-05 allowed); Greatest '
                                     'relative difference: 0.0002756142639555037 at index (2, 4) (up to '
                                     '1.3e-06 allowed)',
-                      'nn.functional.ctc_loss': 'fallback: CPU fallback: aten::_ctc_loss, '
-                                                'aten::_ctc_loss_backward',
-                      'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
-                                                     'aten::_embedding_bag_backward, '
-                                                     'aten::_embedding_bag_per_sample_weights_backward',
+                      'nn.functional.ctc_loss': 'fail: sample 0: AssertionError: grad[0]: Tensor-likes are '
+                                                'not close!; Mismatched elements: 26 / 16000 (0.2%); '
+                                                'Greatest absolute difference: 2.4318695068359375e-05 at '
+                                                'index (32, 1, 0) (up to 1e-05 allowed); Greatest relative '
+                                                'difference: 0.0001540605881018564 at index (11, 8, 0) (up '
+                                                'to 1.3e-06 allowed)',
                       'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
                                                              'aten::fractional_max_pool2d.output, '
                                                              'aten::fractional_max_pool2d_backward.grad_input',
@@ -74,17 +73,12 @@ CI = {('float32', 'bwd'): {'_segment_reduce.lengths': 'fallback: CPU fallback: a
                       'linalg.ldl_factor': 'fallback: CPU fallback: aten::linalg_ldl_factor_ex.out',
                       'linalg.ldl_factor_ex': 'fallback: CPU fallback: aten::linalg_ldl_factor_ex.out',
                       'linalg.ldl_solve': 'fallback: CPU fallback: aten::linalg_ldl_solve.out',
-                      'linalg.lstsq': 'fallback: CPU fallback: aten::linalg_lstsq.out',
-                      'linalg.lstsq.grad_oriented': 'fallback: CPU fallback: aten::linalg_lstsq.out',
                       'matrix_exp': 'fail: sample 1: AssertionError: result: Tensor-likes are not close!; '
                                     'Mismatched elements: 49 / 125 (39.2%); Greatest absolute difference: '
                                     '0.03125 at index (0, 0, 4) (up to 1e-05 allowed); Greatest relative '
                                     'difference: 0.0024403976276516914 at index (2, 4, 1) (up to 1.3e-06 '
                                     'allowed)',
                       'native_batch_norm': 'fail: sample 1: AssertionError: result[1]: shape (2,) != (0,)',
-                      'nn.functional.ctc_loss': 'fallback: CPU fallback: aten::_ctc_loss',
-                      'nn.functional.embedding_bag': 'fallback: CPU fallback: '
-                                                     'aten::_embedding_bag_forward_only',
                       'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
                                                              'aten::fractional_max_pool2d.output',
                       'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: result: '
@@ -160,9 +154,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                       'index (0, 2) (up to 1e-05 allowed); Greatest relative '
                                                       'difference: 0.0194091796875 at index (0, 2) (up to '
                                                       '0.016 allowed)',
-                       'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
-                                                      'aten::_embedding_bag_backward, '
-                                                      'aten::_embedding_bag_per_sample_weights_backward',
                        'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
                                                               'aten::fractional_max_pool2d.output, '
                                                               'aten::fractional_max_pool2d_backward.grad_input',
@@ -257,8 +248,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                    'Greatest absolute difference: 0.0078125 at index (0, 0, '
                                                    '3) (up to 1e-05 allowed); Greatest relative difference: '
                                                    '0.109375 at index (4, 2, 4) (up to 0.016 allowed)',
-                       'nn.functional.embedding_bag': 'fallback: CPU fallback: '
-                                                      'aten::_embedding_bag_forward_only',
                        'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
                                                               'aten::fractional_max_pool2d.output',
                        'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: result: '
@@ -354,9 +343,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                      'index (1, 2) (up to 1e-05 allowed); Greatest relative '
                                                      'difference: 0.160400390625 at index (1, 2) (up to '
                                                      '0.001 allowed)',
-                      'nn.functional.embedding_bag': 'fallback: CPU fallback: aten::_embedding_bag, '
-                                                     'aten::_embedding_bag_backward, '
-                                                     'aten::_embedding_bag_per_sample_weights_backward',
                       'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
                                                              'aten::fractional_max_pool2d.output, '
                                                              'aten::fractional_max_pool2d_backward.grad_input',
@@ -480,8 +466,6 @@ HEAVY = {('bfloat16', 'bwd'): {'_batch_norm_with_update': 'fail: sample 0: Asser
                                                         'allowed); Greatest relative difference: '
                                                         '0.006084442138671875 at index (0, 2, 3, 2) (up to '
                                                         '0.004 allowed)',
-                      'nn.functional.embedding_bag': 'fallback: CPU fallback: '
-                                                     'aten::_embedding_bag_forward_only',
                       'nn.functional.fractional_max_pool2d': 'fallback: CPU fallback: '
                                                              'aten::fractional_max_pool2d.output',
                       'nn.functional.fractional_max_pool3d': 'fail: sample 1: AssertionError: result: '

@@ -1,5 +1,5 @@
 """Device-side checks: an op handed bad data (an index out of range, a bad
-target class) raises the exception PyTorch's CPU kernel raises, naming the
+target class, bad multinomial weights, an integer division by zero) raises the exception PyTorch's CPU kernel raises, naming the
 op and the bad value, the next time the host waits; in strict eager, fused
 eager and compiled mode. The process stays usable after it."""
 import os
@@ -45,6 +45,32 @@ CASES = {
     "index_put": lambda d, bad: _x(d).index_put((_i([1, 3 if bad else 2], d),), _i([1.0], d)),
     "cross_entropy": lambda d, bad: F.cross_entropy(_x(d), _i([0, 3, 4 if bad else -100], d)),
     "nll_loss_negative": lambda d, bad: F.nll_loss(_x(d), _i([0, -1 if bad else 1, 2], d)),
+    # embedding_bag: the CPU's fast path names the position, the others only the value.
+    # (A bad index in the CPU fast path's last bag reports "Expected i < index_size"
+    # instead, from its error reporter reading past the offsets; tpu names it.)
+    "embedding_bag": lambda d, bad: F.embedding_bag(_i([0, 5 if bad else 1, 1, 0], d), _x(d), _i([0, 2], d)),
+    "embedding_bag_max": lambda d, bad: F.embedding_bag(_i([[1, 3 if bad else 2]], d), _x(d), mode="max"),
+    "embedding_bag_padding": lambda d, bad: F.embedding_bag(_i([1, -2 if bad else 2], d), _x(d), _i([0], d),
+                                                            padding_idx=1),
+    "embedding_bag_offsets": lambda d, bad: F.embedding_bag(_i([1, 2], d), _x(d), _i([1 if bad else 0, 1], d)),
+    "embedding_bag_last_offset": lambda d, bad: F.embedding_bag(_i([1, 2], d), _x(d), _i([0, 3 if bad else 2], d),
+                                                                include_last_offset=True),
+    # multinomial (deterministic weights): the checks without and with replacement.
+    "multinomial_negative": lambda d, bad: torch.multinomial(_i([0.0, 1.0, -1.0 if bad else 0.0], d), 1),
+    "multinomial_nan": lambda d, bad: torch.multinomial(_i([0.0, 1.0, float("nan") if bad else 0.0], d), 1),
+    "multinomial_zero_row": lambda d, bad: torch.multinomial(_i([[0.0, 2.0], [0.0, 0.0 if bad else 1.0]], d), 1),
+    "multinomial_replacement_negative": lambda d, bad: torch.multinomial(
+        _i([[0.0, 1.0], [-1.0 if bad else 0.0, 1.0]], d), 3, replacement=True),
+    "multinomial_replacement_inf": lambda d, bad: torch.multinomial(
+        _i([[0.0, 1.0], [0.0, float("inf") if bad else 1.0]], d), 3, replacement=True),
+    "multinomial_replacement_zero_row": lambda d, bad: torch.multinomial(
+        _i([[0.0, 0.0 if bad else 1.0], [-1.0 if bad else 0.0, 1.0]], d), 2, replacement=True),
+    # integer division by zero
+    "floor_divide_int": lambda d, bad: _i([7, -7, 3], d) // _i([2, 0 if bad else 3, 1], d),
+    "div_trunc_int": lambda d, bad: torch.div(_i([7, -7], d), _i([0 if bad else 2, 3], d), rounding_mode="trunc"),
+    "div_floor_scalar": lambda d, bad: torch.div(_i([7, -7], d), 0 if bad else 2, rounding_mode="floor"),
+    "remainder_int": lambda d, bad: torch.remainder(_i([[7, -7]], d), _i([[3], [0 if bad else 2]], d)),
+    "fmod_int": lambda d, bad: torch.fmod(_i([7, -7], d).int(), _i([0 if bad else 4, 3], d).int()),
 }
 
 MODES = ("strict", "fused", "compiled")
@@ -115,3 +141,17 @@ def test_launch_blocking_and_the_off_switch(tmp_path, env, expect):
     assert r.returncode == 0, r.stderr
     lines = [ln.split(" ")[0] for ln in r.stdout.strip().splitlines()]
     assert lines == expect.split("\n"), r.stdout
+
+
+def test_integer_division_in_a_bucketed_graph_ignores_the_padding():
+    """Shape buckets pad a symbolic size with zeros; an integer divisor's
+    padding must not trip the division-by-zero check."""
+    torch._dynamo.reset()
+    fn = lambda a, b: (torch.div(a, b, rounding_mode="floor"), torch.remainder(a, b))  # noqa: E731
+    f = torch.compile(fn, backend="tpu", dynamic=True)
+    before = torch_tpu.compile_stats()["bucketed_compiles"]
+    for n in (3, 5, 6):
+        a, b = torch.arange(1, n + 1), torch.full((n,), 2)
+        torch.testing.assert_close([t.cpu() for t in f(a.to("tpu"), b.to("tpu"))], list(fn(a, b)))
+    torch.tpu.synchronize()
+    assert torch_tpu.compile_stats()["bucketed_compiles"] > before

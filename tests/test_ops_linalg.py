@@ -47,6 +47,11 @@ def symmetric_distinct(shape, dtype, i):
 
 SQ = [[(4, 4)], [(2, 3, 5, 5)], [(1, 1)], [(0, 3, 3)]]
 RECT = [[(5, 3)], [(3, 5)], [(2, 4, 4)], [(0, 2, 3)]]
+LSTSQ = [[(6, 3), (6, 2)], [(3, 5), (3, 2)], [(4, 4), (4,)], [(2, 5, 3), (2, 5, 2)], [(2, 1, 5, 3), (1, 3, 5, 4)],
+         [(0, 4, 3), (0, 4, 2)], [(5, 3), (5, 0)]]
+# PyTorch has no meta kernel for linalg_lstsq, so Dynamo cannot trace it: a
+# compiled function breaks its graph there and runs lstsq eagerly on tpu.
+NO_LSTSQ_META = {"compile": "linalg_lstsq has no meta kernel in PyTorch (Dynamo graph-breaks; eager on tpu)"}
 SOLVE = [[(4, 4), (4, 2)], [(2, 3, 3), (3, 1)], [(3, 3), (2, 3, 3)], [(2, 4, 4), (2, 4)], [(0, 3, 3), (0, 3, 2)]]
 
 
@@ -130,6 +135,15 @@ CASES = [
     OpCase("matrix_rank", torch.linalg.matrix_rank, [[(5, 3)], [(4, 4)]], F32, make=distinct_spectrum),
     OpCase("norm_nuc", lambda x: torch.linalg.matrix_norm(x, "nuc"), [[(4, 3)]], F32, make=distinct_spectrum,
            grad=True, rtol=1e-4, atol=1e-5),
+    # lstsq (QR; full-rank systems): gelsy's (solution, rank), gels' residuals.
+    OpCase("lstsq", lambda a, b: torch.linalg.lstsq(a, b)[:3], LSTSQ, F3264, make=randn, rtol=1e-4, atol=1e-4,
+           skip_modes=NO_LSTSQ_META),
+    OpCase("lstsq_solution_grad", lambda a, b: torch.linalg.lstsq(a, b).solution, LSTSQ[:3], F32, make=randn,
+           grad=True, rtol=1e-3, atol=1e-4, skip_modes=NO_LSTSQ_META),
+    OpCase("lstsq_gels", lambda a, b: torch.linalg.lstsq(a, b, driver="gels")[:2], LSTSQ, F3264, make=randn,
+           rtol=1e-4, atol=1e-4, skip_modes=NO_LSTSQ_META),
+    OpCase("lstsq_rcond", lambda a, b: torch.linalg.lstsq(a, b, rcond=1e-3)[0], LSTSQ[:1], F32, make=randn,
+           rtol=1e-4, atol=1e-4, skip_modes=NO_LSTSQ_META),
 ]
 
 
@@ -170,6 +184,18 @@ def test_bad_inputs():
     same_error(lambda x: torch.linalg.qr(x, mode="bogus"), a)
     with pytest.raises(RuntimeError, match="LU without pivoting"):
         torch.linalg.lu_factor(a.to("tpu"), pivot=False)
+
+
+def test_lstsq_rank_deficient_raises_and_drivers():
+    a = torch.randn(5, 3, generator=g(7))
+    a[:, 2] = a[:, 1]
+    with pytest.raises(RuntimeError, match="must have full rank"):
+        torch.linalg.lstsq(a.to("tpu"), torch.randn(5, 2).to("tpu")).solution.cpu()
+    torch.tpu.synchronize()
+    b = torch.randn(5, 2)
+    same_error(lambda x, y: torch.linalg.lstsq(x, y, driver="bogus"), torch.randn(5, 3), b)
+    same_error(torch.linalg.lstsq, torch.randn(5, 3), torch.randn(4, 2))
+    same_error(torch.linalg.lstsq, torch.randn(5, 3).half(), b.half())
 
 
 @pytest.mark.parametrize("view", ["contiguous", "transposed", "strided"])

@@ -223,9 +223,14 @@ def test_addcdiv_int_raises():
             torch.addcdiv(a, a, a)
 
 
-def test_int_division_by_zero_does_not_crash():
+def test_int_division_by_zero_raises_as_on_the_cpu():
+    """No crash: the CPU's ZeroDivisionError (a device check), and the
+    process stays usable."""
     a = torch.tensor([5, -7, 3], device="tpu")
     b = torch.tensor([0, 0, 2], device="tpu")
-    torch.fmod(a, b).cpu()
-    r = torch.remainder(a, b).cpu()
-    assert r[2].item() == 1
+    for fn in (torch.fmod, torch.remainder):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            fn(a.cpu(), b.cpu())
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            fn(a, b).cpu()
+    assert torch.remainder(a, b + 2).cpu().tolist() == [1, 1, 3]

@@ -47,6 +47,10 @@ from . import _module_ties  # noqa: E402
 
 _module_ties.install()
 
+from . import _data_parallel  # noqa: E402
+
+_data_parallel.install()
+
 from . import _eager_mode  # noqa: E402
 from ._eager_mode import eager_mode, fused_stats, get_eager_mode, reset_fused_stats, set_eager_mode  # noqa: E402,F401
 
@@ -56,6 +60,11 @@ from . import _eager_decompositions  # noqa: E402
 from ._eager_decompositions import decomposed_ops, reset_decomposed_ops  # noqa: E402,F401
 
 _eager_decompositions.install()
+
+# c10d's backend for device tpu: "tpu_dist" (torch_tpu/distributed).
+from . import distributed as _distributed  # noqa: E402
+
+_distributed.register()
 
 __version__ = "0.1.0"
 
@@ -78,7 +87,10 @@ def cache_info():
     hits, misses, entries, evictions; compiles and compile_seconds count XLA
     compilations. The same counters per mode are under "modes": "eager"
     (one op), "fused" (a fused eager cluster), "graph" (a torch.compile
-    graph); the top-level ones are their sums. Persistent compile cache (this
+    graph); the top-level ones are their sums. donated counts the input
+    buffers that programs updated in place (buffer donation), donation_copies
+    the ones they had to copy because another tensor still held the
+    buffer. Persistent compile cache (this
     process): disk_hits (programs loaded from disk instead of compiled),
     disk_misses, disk_rejected (corrupt or mismatched entries, ignored and
     replaced), disk_writes, disk_evictions, disk_load_seconds,

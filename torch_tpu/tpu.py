@@ -294,8 +294,11 @@ def get_amp_supported_dtype():
     return [torch.float16, torch.bfloat16]
 
 
-def current_stream(device=None):
-    return torch.Stream(device=torch.device("tpu", _index(device)))
+# ---- streams and events (torch_tpu/_streams.py) ---------------------------------------
+
+from ._streams import (  # noqa: E402,F401
+    Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream,
+)
 
 
 def _is_in_bad_fork():

@@ -3,4 +3,4 @@
 math in JAX). Both draw their parameters and inputs from workloads/init.py, so
 every engine starts from the same numbers and their losses can be compared."""
 
-NAMES = ("mlp", "gpt2", "llama_decode", "convnet")
+NAMES = ("mlp", "gpt2", "llama_decode", "convnet", "kv_cache")

@@ -19,3 +19,8 @@ class llama_decode:
 
 class convnet:
     BATCH, CHANNELS, CLASSES, IMAGE = 32, (3, 16, 32), 10, 32
+
+
+class kv_cache:
+    # 32 MiB per float32 cache: a step that copied its caches would show it.
+    BATCH, MAX_SEQ, DIM = 8, 2048, 512

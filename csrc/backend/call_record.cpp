@@ -18,6 +18,75 @@ using Kind = lowering::Arg::Kind;
 hlo::DType hlo_dtype(at::ScalarType t) { return static_cast<hlo::DType>(to_element_type(t)); }
 at::ScalarType aten_dtype(hlo::DType t) { return to_scalar_type(static_cast<runtime::ElementType>(t)); }
 
+bool is_scalar_schema_type(const c10::TypePtr& t) {
+  c10::TypePtr u = t;
+  if (auto opt = t->cast<c10::OptionalType>()) u = opt->getElementType();
+  return u->kind() == c10::TypeKind::NumberType;
+}
+
+bool is_tensor_schema_type(const c10::TypePtr& t) {
+  c10::TypePtr u = t;
+  if (auto opt = t->cast<c10::OptionalType>()) u = opt->getElementType();
+  return u->kind() == c10::TypeKind::TensorType;
+}
+
+bool classify_host_arg(const c10::IValue& v, bool scalar_slot, lowering::HostArg& h) {
+  if (v.isNone() || v.isGenerator() || v.isDevice()) {
+    h.kind = Kind::None;
+  } else if (scalar_slot && (v.isDouble() || v.isInt() || v.isBool() || v.isScalar())) {
+    c10::Scalar s = v.toScalar();
+    h.kind = Kind::Scalar;
+    if (s.isBoolean()) {
+      h.b = s.toBool();
+      h.i = h.b;
+      h.d = h.b;
+      h.scalar_kind = hlo::DType::Pred;
+    } else if (s.isIntegral(false)) {
+      h.i = s.toLong();
+      h.d = static_cast<double>(h.i);
+      h.scalar_kind = hlo::DType::S64;
+    } else if (s.isComplex()) {  // complex128: d holds the real part, imag the imaginary
+      c10::complex<double> z = s.toComplexDouble();
+      h.d = z.real();
+      h.imag = z.imag();
+      h.i = static_cast<int64_t>(h.d);
+      h.scalar_kind = hlo::DType::C128;
+    } else {
+      h.d = s.toDouble();
+      h.i = static_cast<int64_t>(h.d);
+      h.scalar_kind = hlo::DType::F64;
+    }
+  } else if (v.isBool()) {
+    h.kind = Kind::Bool;
+    h.b = v.toBool();
+    h.i = h.b;
+  } else if (v.isInt()) {
+    h.kind = Kind::Int;
+    h.i = v.toInt();
+    h.d = static_cast<double>(h.i);
+  } else if (v.isDouble()) {
+    h.kind = Kind::Double;
+    h.d = v.toDouble();
+  } else if (v.isIntList()) {
+    h.kind = Kind::IntList;
+    h.ints = v.toIntVector();
+  } else if (v.isDoubleList()) {
+    h.kind = Kind::DoubleList;
+    h.doubles = v.toDoubleVector();
+  } else if (v.isBoolList()) {
+    h.kind = Kind::BoolList;
+    for (bool x : v.toBoolList()) h.bools.push_back(x);
+  } else if (v.isString()) {
+    h.kind = Kind::String;
+    h.s = v.toStringRef();
+  } else if (v.isTensor() || v.isTensorList() || v.isList()) {
+    return false;
+  } else {
+    TORCH_CHECK(false, "tpu: unsupported argument kind ", v.tagKind());
+  }
+  return true;
+}
+
 namespace {
 
 void key_int(std::string& key, int64_t v) {
@@ -31,12 +100,6 @@ void key_ints(std::string& key, c10::IntArrayRef v) {
   key.push_back('[');
   for (auto x : v) key_int(key, x);
   key.push_back(']');
-}
-
-bool is_scalar_schema_type(const c10::TypePtr& t) {
-  c10::TypePtr u = t;
-  if (auto opt = t->cast<c10::OptionalType>()) u = opt->getElementType();
-  return u->kind() == c10::TypeKind::NumberType;
 }
 
 [[noreturn]] void device_mismatch(int a, const at::Device& b) {
@@ -113,39 +176,22 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
   key_int(key, static_cast<int>(rec.dtype));
 }
 
-void encode_scalar(const c10::Scalar& v, bool static_value, CallState& st, std::string& key,
-                   ArgRecord& rec) {
-  rec.kind = Kind::Scalar;
+// A Scalar's runtime slot and key: its value is a program input unless the
+// rule reads host values (static_value), which then key the program.
+void add_scalar_slot(bool static_value, CallState& st, std::string& key, ArgRecord& rec) {
   uint64_t bits = 0, bits_hi = 0;
   runtime::ElementType type;
-  if (v.isComplex()) {
-    // A Python complex: complex128, its parts in two words.
-    c10::complex<double> z = v.toComplexDouble();
-    double re = z.real(), im = z.imag();
-    rec.d = re;
-    rec.imag = im;
-    rec.i = static_cast<int64_t>(re);
-    rec.scalar_kind = hlo::DType::C128;
+  if (rec.scalar_kind == hlo::DType::C128) {  // a Python complex: its parts in two words
     type = runtime::ElementType::C128;
-    std::memcpy(&bits, &re, 8);
-    std::memcpy(&bits_hi, &im, 8);
-  } else if (v.isBoolean()) {
-    rec.b = v.toBool();
-    rec.i = rec.b;
-    rec.d = rec.b;
-    rec.scalar_kind = hlo::DType::Pred;
+    std::memcpy(&bits, &rec.d, 8);
+    std::memcpy(&bits_hi, &rec.imag, 8);
+  } else if (rec.scalar_kind == hlo::DType::Pred) {
     type = runtime::ElementType::Pred;
     bits = rec.b;
-  } else if (v.isIntegral(false)) {
-    rec.i = v.toLong();
-    rec.d = static_cast<double>(rec.i);
-    rec.scalar_kind = hlo::DType::S64;
+  } else if (rec.scalar_kind == hlo::DType::S64) {
     type = runtime::ElementType::S64;
     std::memcpy(&bits, &rec.i, 8);
   } else {
-    rec.d = v.toDouble();
-    rec.i = static_cast<int64_t>(rec.d);
-    rec.scalar_kind = hlo::DType::F64;
     type = runtime::ElementType::F64;
     std::memcpy(&bits, &rec.d, 8);
   }
@@ -159,79 +205,70 @@ void encode_scalar(const c10::Scalar& v, bool static_value, CallState& st, std::
   }
 }
 
+// The key of a classified host argument (every kind but tensors and Scalars).
+void key_host(const lowering::HostArg& h, std::string& key) {
+  switch (h.kind) {
+    case Kind::None: key += "N;"; break;
+    case Kind::Bool: key += h.b ? "b1;" : "b0;"; break;
+    case Kind::Int: key += 'i'; key_int(key, h.i); break;
+    case Kind::Double: {
+      int64_t bits;
+      std::memcpy(&bits, &h.d, 8);
+      key += 'd';
+      key_int(key, bits);
+      break;
+    }
+    case Kind::IntList: key += 'I'; key_ints(key, h.ints); break;
+    case Kind::DoubleList:
+      key += 'D';
+      for (double d : h.doubles) {
+        int64_t bits;
+        std::memcpy(&bits, &d, 8);
+        key_int(key, bits);
+      }
+      break;
+    case Kind::BoolList:
+      key += 'B';
+      for (bool x : h.bools) key += x ? '1' : '0';
+      break;
+    case Kind::String: key += "'" + h.s + "'"; break;
+    default: break;
+  }
+}
+
 void encode(const c10::IValue& v, const c10::Argument& schema_arg, bool static_scalars, bool defer,
             CallState& st, std::string& key, ArgRecord& rec) {
-  if (v.isNone()) {
-    rec.kind = Kind::None;
-    key += "N;";
-  } else if (v.isTensor()) {
+  if (v.isTensor()) {
     encode_tensor(v.toTensor(), defer, st, key, rec);
-  } else if (is_scalar_schema_type(schema_arg.type()) && (v.isDouble() || v.isInt() || v.isBool() || v.isScalar())) {
-    encode_scalar(v.toScalar(), static_scalars, st, key, rec);
-  } else if (v.isBool()) {
-    rec.kind = Kind::Bool;
-    rec.b = v.toBool();
-    key += rec.b ? "b1;" : "b0;";
-  } else if (v.isInt()) {
-    rec.kind = Kind::Int;
-    rec.i = v.toInt();
-    key += 'i';
-    key_int(key, rec.i);
-  } else if (v.isDouble()) {
-    rec.kind = Kind::Double;
-    rec.d = v.toDouble();
-    int64_t bits;
-    std::memcpy(&bits, &rec.d, 8);
-    key += 'd';
-    key_int(key, bits);
-  } else if (v.isIntList()) {
-    rec.kind = Kind::IntList;
-    rec.ints = v.toIntVector();
-    key += 'I';
-    key_ints(key, rec.ints);
-  } else if (v.isDoubleList()) {
-    rec.kind = Kind::DoubleList;
-    rec.doubles = v.toDoubleVector();
-    key += 'D';
-    for (double d : rec.doubles) {
-      int64_t bits;
-      std::memcpy(&bits, &d, 8);
-      key_int(key, bits);
-    }
-  } else if (v.isBoolList()) {
-    rec.kind = Kind::BoolList;
-    for (bool x : v.toBoolList()) rec.bools.push_back(x);
-    key += 'B';
-    for (bool x : rec.bools) key += x ? '1' : '0';
-  } else if (v.isString()) {
-    rec.kind = Kind::String;
-    rec.s = v.toStringRef();
-    key += "'" + rec.s + "'";
-  } else if (v.isTensorList() || v.isList()) {
-    rec.kind = Kind::TensorList;
-    key += 'L';
-    for (const c10::IValue& e : v.toListRef()) {
-      rec.elems.emplace_back();
-      if (e.isNone()) {
-        key += "N;";
-      } else {
-        TORCH_CHECK(e.isTensor(), "tpu: unsupported list element ", e.tagKind());
-        encode_tensor(e.toTensor(), defer, st, key, rec.elems.back());
-      }
-    }
-    key += ';';
-  } else if (v.isGenerator()) {
-    rec.kind = Kind::None;
-    st.generator = v.toGenerator();
-    key += "G;";
-  } else if (v.isDevice()) {
-    rec.kind = Kind::None;
-    auto d = v.toDevice();
-    if (d.is_privateuseone() && st.device < 0) st.device = d.has_index() ? d.index() : current_device();
-    key += "V;";
-  } else {
-    TORCH_CHECK(false, "tpu executor: unsupported argument kind ", v.tagKind());
+    return;
   }
+  if (classify_host_arg(v, is_scalar_schema_type(schema_arg.type()), rec)) {
+    if (rec.kind == Kind::Scalar) {
+      add_scalar_slot(static_scalars, st, key, rec);
+    } else if (v.isGenerator()) {
+      st.generator = v.toGenerator();
+      key += "G;";
+    } else if (v.isDevice()) {
+      auto d = v.toDevice();
+      if (d.is_privateuseone() && st.device < 0) st.device = d.has_index() ? d.index() : current_device();
+      key += "V;";
+    } else {
+      key_host(rec, key);
+    }
+    return;
+  }
+  rec.kind = Kind::TensorList;
+  key += 'L';
+  for (const c10::IValue& e : v.toListRef()) {
+    rec.elems.emplace_back();
+    if (e.isNone()) {
+      key += "N;";
+    } else {
+      TORCH_CHECK(e.isTensor(), "tpu: unsupported list element ", e.tagKind());
+      encode_tensor(e.toTensor(), defer, st, key, rec.elems.back());
+    }
+  }
+  key += ';';
 }
 
 }  // namespace

@@ -52,6 +52,16 @@ struct CallState {
   std::optional<at::Generator> generator;
 };
 
+// The host fields of an argument that is not a tensor or tensor list,
+// classified by its value and its schema slot (a number in a Scalar slot is
+// a Scalar): the one classification that eager calls and graph nodes share.
+// Generators and devices are None here (eager reads them from the IValue).
+// Returns false for a tensor or a list of tensors, whose value comes from a
+// storage or a graph value.
+bool classify_host_arg(const c10::IValue& v, bool scalar_slot, lowering::HostArg& h);
+bool is_scalar_schema_type(const c10::TypePtr& t);  // Scalar or Scalar?
+bool is_tensor_schema_type(const c10::TypePtr& t);  // Tensor or Tensor?
+
 // Appends the key of `args` (matching `schema`) to `key` and fills `st`.
 // With `defer`, a storage whose contents are pending in the fused cluster is
 // referenced as such instead of being materialized (which would run it).

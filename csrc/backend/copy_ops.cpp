@@ -42,11 +42,6 @@ void device_copy(const at::Tensor& self, const at::Tensor& src, bool non_blockin
 // conjugate or negative view (is_conj(), is_neg()).
 bool plain_values(const at::Tensor& t) { return !t.is_conj() && !t.is_neg(); }
 
-bool covers_own_storage(const at::Tensor& t) {
-  lowering::View v{t.sizes().vec(), t.strides().vec(), t.storage_offset()};
-  return lowering::covers_storage(v, static_cast<int64_t>(storage_of(t)->nbytes / t.element_size()));
-}
-
 // Whether non_blocking uploads return before the plugin has read the host
 // memory. Off for plugins that copy during the call anyway (the CPU plugin),
 // where it would only add the private copy below. TORCH_TPU_ASYNC_UPLOADS=1

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "backend/tpu_device.h"
+#include "lowering/view.h"
 
 namespace tt::backend {
 
@@ -162,6 +163,11 @@ at::Tensor wrap_buffer(runtime::BufferPtr buffer, at::IntArrayRef sizes, at::Sca
   at::Tensor t = empty_tpu(sizes, dtype, buffer->device());
   set_buffer(storage_of(t), std::move(buffer));
   return t;
+}
+
+bool covers_own_storage(const at::Tensor& t) {
+  lowering::View v{t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+  return lowering::covers_storage(v, static_cast<int64_t>(storage_of(t)->nbytes / t.element_size()));
 }
 
 }  // namespace tt::backend

@@ -33,6 +33,10 @@ at::Tensor empty_tpu(at::IntArrayRef sizes, at::ScalarType dtype, int device);
 // A contiguous tpu tensor whose storage is `buffer` (buffer numel == numel).
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, at::IntArrayRef sizes, at::ScalarType dtype);
 
+// Whether the tpu tensor's elements are all of its storage, each once (so
+// writing the whole tensor may rebind the storage's buffer).
+bool covers_own_storage(const at::Tensor& t);
+
 // dtype mapping; unsupported dtypes raise a TypeError naming the dtype.
 runtime::ElementType to_element_type(at::ScalarType t);
 at::ScalarType to_scalar_type(runtime::ElementType t);

@@ -29,6 +29,14 @@ std::shared_ptr<CachedProgram> build_program(const OpPlan& plan, const c10::Oper
   hlo::Values results;
   p->meta = lower_op(b, in, plan, op, args, st, &results);
   b.set_results(results);
+  if (plan.mode == Mode::Inplace) {
+    // The written storage's new contents may take its old buffer's place.
+    int self = st.records.at(0).storage;
+    if (self >= 0 && !results.empty() && b.param_types().at(self) == results[0].type) {
+      b.alias_param(self, 0);
+      p->aliased_params.push_back(self);
+    }
+  }
   p->exe = compile_program(b.module_text(), ProgramMode::Eager, p->meta->producer);
   return p;
 }
@@ -145,6 +153,13 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   ProgramArgs inputs;
   for (const auto& s : st.storages) inputs.add(s.buffer.get());
   for (const auto& s : st.scalars) inputs.add(scalar_buffer(s, device));
+  for (int param : program->aliased_params) {
+    // Donated only when the written storage alone holds its buffer (the
+    // CallState's reference aside): no other storage shares it, no pending
+    // work reads it.
+    const StorageUse& self = st.storages[param];
+    inputs.set_aliased(param, self.storage->buffer == self.buffer && self.buffer.use_count() == 2);
+  }
   if (meta.needs_rng) inputs.add_rng(st.generator, device, meta.rng_counters);
   std::vector<runtime::BufferPtr> outs = run_program(*program->exe, inputs, device, meta.producer, meta.checks);
 

@@ -138,6 +138,34 @@ lowering::Graph numbered_graph(const Cluster& c, const std::vector<int>& outs) {
     for (int& v : n.out_values) v = renumber(v);
   }
   for (int slot : outs) g.outputs.push_back(id[slot]);
+  // Inputs lend their buffers to results of their type (XLA keeps the values
+  // right whatever the pairing). A storage's input goes first to the last
+  // write-back into that storage, then any input to any free result. A run
+  // donates a buffer only when the cluster alone holds it, as after an
+  // in-place write to all of a storage.
+  std::unordered_map<int, int> written_to;  // slot of a storage's contents -> slot written from it
+  for (const auto& n : c.graph.nodes)
+    if (n.step == lowering::GraphNode::Step::WriteView) written_to[n.args.at(0).value] = n.out_values.at(0);
+  std::unordered_map<int, size_t> out_index;
+  for (size_t k = 0; k < outs.size(); ++k) out_index[outs[k]] = k;
+  std::vector<bool> in_taken(g.inputs.size(), false), out_taken(outs.size(), false);
+  auto pair = [&](size_t in, size_t k) {
+    in_taken[in] = out_taken[k] = true;
+    g.updates.emplace_back(static_cast<int>(in), static_cast<int>(k));
+  };
+  for (size_t i = 0; i < c.slots.size(); ++i) {
+    if (c.slots[i].input < 0) continue;
+    int v = static_cast<int>(i);
+    for (auto it = written_to.find(v); it != written_to.end(); it = written_to.find(v)) v = it->second;
+    auto k = out_index.find(v);
+    size_t in = static_cast<size_t>(id[i]);
+    if (v != static_cast<int>(i) && k != out_index.end() && !out_taken[k->second] &&
+        c.slots[v].type == g.inputs[in])
+      pair(in, k->second);
+  }
+  for (size_t in = 0; in < g.inputs.size(); ++in)
+    for (size_t k = 0; k < outs.size() && !in_taken[in]; ++k)
+      if (!out_taken[k] && c.slots[outs[k]].type == g.inputs[in]) pair(in, k);
   return g;
 }
 
@@ -156,6 +184,7 @@ std::shared_ptr<CachedProgram> compile(const Cluster& c, const std::vector<int>&
                            " (run with TORCH_TPU_EAGER_MODE=strict or TORCH_TPU_LAUNCH_BLOCKING=1 to find the op)");
   if (!lowered.checks.empty())
     p->checks = std::make_shared<const std::vector<lowering::CheckInfo>>(std::move(lowered.checks));
+  for (const auto& alias : lowered.aliases) p->aliased_params.push_back(alias.first);
   return p;
 }
 
@@ -187,6 +216,8 @@ void run(Cluster& c, const char* reason) {
     }
     ProgramArgs inputs;
     for (const auto& b : c.inputs) inputs.add(b.get());
+    // The cluster alone holds a buffer whose storage was overwritten whole.
+    for (int param : prog->aliased_params) inputs.set_aliased(param, c.inputs.at(param).use_count() == 1);
     if (c.rng) {
       inputs.add(c.seed_word.get());
       inputs.add(c.offset_word.get());

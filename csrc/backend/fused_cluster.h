@@ -6,6 +6,7 @@
 //     compiled graph: anything that asks storage_contents.h for a buffer),
 //   - the cluster reaches its size limit (TORCH_TPU_FUSED_MAX_OPS, 512),
 //   - torch.tpu.synchronize() or the end of a backward pass,
+//   - an event record or a change of the current stream (stream_events.h),
 //   - a random call that does not continue the cluster's counter range (another
 //     generator, a new seed), or a change of matmul precision,
 //   - or the eager mode changes.

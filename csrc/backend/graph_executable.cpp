@@ -2,11 +2,13 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "backend/device_storage.h"
 #include "backend/executor.h"
 #include "backend/program_runner.h"
+#include "backend/storage_contents.h"
 #include "backend/tpu_device.h"
 #include "runtime/sha256.h"
 
@@ -20,6 +22,7 @@ GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
   outputs_ = std::move(lowered.outputs);
   needs_rng_ = lowered.needs_rng;
   rng_counters_ = lowered.rng_counters;
+  aliases_ = std::move(lowered.aliases);
   if (!lowered.checks.empty())
     checks_ = std::make_shared<const std::vector<lowering::CheckInfo>>(std::move(lowered.checks));
   // Identical programs (the same graph compiled twice) share one executable.
@@ -69,7 +72,21 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
     }
   }
   if (needs_rng_) args.add_rng(std::nullopt, device, rng_counters_);
+  // An updated input's buffer may be donated when the input is all of its
+  // storage and only that storage and this call hold the buffer (no other
+  // storage shares it, no pending cluster reads it, no other input is it).
+  std::vector<bool> rebind(aliases_.size(), false);
+  for (size_t k = 0; k < aliases_.size(); ++k) {
+    const at::Tensor& t = inputs[aliases_[k].first];
+    rebind[k] = t.device().is_privateuseone() && covers_own_storage(t);
+    runtime::Buffer* b = args.list()[aliases_[k].first];
+    bool sole = rebind[k] && storage_of(t)->buffer.get() == b && storage_of(t)->buffer.use_count() == 2 &&
+                std::count(args.list().begin(), args.list().end(), b) == 1;
+    args.set_aliased(aliases_[k].first, sole);
+  }
   std::vector<runtime::BufferPtr> outs = run_program(*executable(), args, device, what_, checks_);
+  for (size_t k = 0; k < aliases_.size(); ++k)
+    if (rebind[k]) set_buffer(storage_of(inputs[aliases_[k].first]), outs.at(aliases_[k].second));
   std::vector<at::Tensor> results;
   for (size_t i = 0; i < outs.size(); ++i)
     results.push_back(wrap_buffer(outs[i], outputs_[i].shape,

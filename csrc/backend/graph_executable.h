@@ -23,6 +23,9 @@ class GraphExecutable {
 
   // Runs on `inputs` (tpu tensors of the declared dtypes and shapes, any
   // layout; CPU tensors are uploaded) and returns new contiguous tpu tensors.
+  // An input the graph updates (Graph::updates) that is all of its storage
+  // takes its new value at once (its storage is rebound to the result), and
+  // its old buffer is donated to the program when nothing else holds it.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
 
   const std::string& module_text() const { return text_; }
@@ -37,6 +40,7 @@ class GraphExecutable {
   std::string key_, what_;
   CheckList checks_;
   std::vector<hlo::Type> inputs_, outputs_;
+  std::vector<std::pair<int, int>> aliases_;  // (input, output) updated in place
   bool needs_rng_ = false;
   int64_t rng_counters_ = 0;
   double compile_seconds_ = 0;

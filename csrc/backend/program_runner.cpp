@@ -1,5 +1,7 @@
 #include "backend/program_runner.h"
 
+#include <atomic>
+
 #include <c10/util/Exception.h>
 
 #include <chrono>
@@ -87,6 +89,10 @@ void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<Cac
   evict_past_capacity();
 }
 
+std::atomic<int64_t> g_donated{0}, g_copied{0};
+
+DonationStats donation_stats() { return {g_donated.load(), g_copied.load()}; }
+
 ProgramCacheStats program_cache_stats() {
   std::lock_guard<std::mutex> lock(g_mu);
   ProgramCacheStats s = g_stats;
@@ -126,6 +132,19 @@ runtime::ExecutablePtr compile_program(const std::string& text, ProgramMode mode
     counters(mode).compile_seconds += secs;
   }
   return exe;
+}
+
+bool donation_enabled() {
+  static const bool on = [] {
+    const char* v = getenv("TORCH_TPU_DONATION");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+void ProgramArgs::set_aliased(size_t index, bool donate) {
+  if (donate && donation_enabled()) donated_.push_back(index);
+  else non_donatable_.push_back(static_cast<int64_t>(index));
 }
 
 void ProgramArgs::add(runtime::BufferPtr owned) {
@@ -203,12 +222,15 @@ std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, cons
                                             const std::string& what, const CheckList& checks) {
   std::vector<runtime::BufferPtr> outs;
   try {
-    outs = exe.Execute(args.list(), device);
+    outs = exe.Execute(args.list(), device, args.non_donatable_);
   } catch (const runtime::Error& e) {
     TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu:", device, " out of memory running ", what, ": ",
                      e.what());
     TORCH_CHECK(false, "tpu: running ", what, " failed: ", e.what());
   }
+  for (size_t i : args.donated_) args.args_.at(i)->MarkDonated();
+  g_donated += static_cast<int64_t>(args.donated_.size());
+  g_copied += static_cast<int64_t>(args.non_donatable_.size());
   if (launch_blocking()) {
     try {
       for (const auto& b : outs) b->BlockUntilReady();

@@ -42,6 +42,9 @@ struct CachedProgram {
   runtime::ExecutablePtr exe;
   std::shared_ptr<OpMeta> meta;
   CheckList checks;  // fused clusters (an eager call's are in meta)
+  // Parameters aliased to a result (their buffers may be donated): an
+  // in-place eager call's written storage; a fused cluster's inputs.
+  std::vector<int> aliased_params;
 };
 
 struct ModeCounters {
@@ -58,6 +61,12 @@ std::shared_ptr<CachedProgram> find_program(const std::string& key, ProgramMode 
 // its caller stays alive through that reference.
 void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<CachedProgram> p);
 ProgramCacheStats program_cache_stats();
+// Aliased program arguments so far: buffers donated (updated in place), and
+// ones XLA had to copy because something else still held them.
+struct DonationStats {
+  int64_t donated = 0, copied = 0;
+};
+DonationStats donation_stats();
 // Drops the programs of `mode` (every mode's when unset) and resets their counters.
 void program_cache_clear(std::optional<ProgramMode> mode = std::nullopt);
 
@@ -77,14 +86,24 @@ class ProgramArgs {
  public:
   void add(runtime::Buffer* borrowed) { args_.push_back(borrowed); }
   void add(runtime::BufferPtr owned);
+  // Argument `index` is a parameter the program aliases to a result: with
+  // `donate` its buffer is given to the program (and dead afterwards), else
+  // XLA copies it. Only a caller that knows nothing else reads the buffer
+  // may donate it.
+  // TORCH_TPU_DONATION=0 donates nothing (for comparisons).
+  void set_aliased(size_t index, bool donate);
   // rng_words(gen, device, counters).
   void add_rng(const std::optional<at::Generator>& gen, int device, int64_t counters);
   const std::vector<runtime::Buffer*>& list() const { return args_; }
   size_t size() const { return args_.size(); }
 
  private:
+  friend std::vector<runtime::BufferPtr> run_program(const runtime::Executable&, const ProgramArgs&, int,
+                                                     const std::string&, const CheckList&);
   std::vector<runtime::BufferPtr> keep_;
   std::vector<runtime::Buffer*> args_;
+  std::vector<int64_t> non_donatable_;  // aliased, copied
+  std::vector<size_t> donated_;         // aliased, donated
 };
 
 // TORCH_TPU_LAUNCH_BLOCKING=1: every program is waited for, so that an error

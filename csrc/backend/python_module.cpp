@@ -1,12 +1,14 @@
 // torch_tpu._C: the bindings the Python package is built on.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <map>
 
 #include "backend/cpu_fallback.h"
+#include "backend/dist/dist_bindings.h"
 #include "backend/eager_decomposition.h"
 #include "backend/executor.h"
 #include "backend/fused_cluster.h"
@@ -14,6 +16,7 @@
 #include "backend/graph_bindings.h"
 #include "backend/op_registration.h"
 #include "backend/program_runner.h"
+#include "backend/stream_events.h"
 #include "backend/tpu_device.h"
 #include "lowering/rule.h"
 #include "runtime/compile_cache.h"
@@ -80,6 +83,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
+  backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);
   m.def("_is_in_bad_fork", &backend::in_bad_fork);
@@ -110,6 +114,24 @@ PYBIND11_MODULE(_C, m) {
       backend::synchronize(d);
     }
     backend::verify_device_checks();  // raises with the GIL held
+  });
+  // Streams (stream_events.h); torch.Stream/torch.Event reach the same state
+  // through the device guard.
+  m.def("_current_stream", [](int d) {
+    backend::runtime_for(d);
+    return backend::streams::current(d);
+  });
+  m.def("_exchange_stream", [](int d, int64_t id) {
+    py::gil_scoped_release no_gil;  // may run pending fused work
+    return backend::streams::exchange(d, id);
+  });
+  m.def("_stream_priority", &backend::streams::priority);
+  // torch.Event.elapsed_time refuses a subclass (torch.tpu.Event) as `other`.
+  m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
+    TORCH_CHECK_TYPE(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()),
+                     "elapsed_time: expected two torch.Event objects");
+    const c10::Event& a = reinterpret_cast<THPEvent*>(start.ptr())->event;
+    return a.elapsedTime(reinterpret_cast<THPEvent*>(end.ptr())->event);
   });
   m.def("_memory_allocated", [](int d) { return backend::runtime_for(d).live_bytes(d); });
   m.def("_max_memory_allocated", [](int d) { return backend::runtime_for(d).peak_bytes(d); });
@@ -143,6 +165,9 @@ PYBIND11_MODULE(_C, m) {
     }
     py::dict d = as_dict(total);
     d["modes"] = modes;
+    auto donation = backend::donation_stats();
+    d["donated"] = donation.donated;
+    d["donation_copies"] = donation.copied;
     add_disk_cache_info(d);
     return d;
   });

@@ -18,7 +18,10 @@ runtime::BufferPtr storage_buffer(DeviceStorage* s, at::ScalarType dtype) {
     s->buffer = pv->result;
     s->pending.reset();
   }
-  if (s->buffer) return s->buffer;
+  if (s->buffer) {
+    TORCH_CHECK(!s->buffer->donated(), "tpu: internal error: a storage still holds a buffer donated to a program");
+    return s->buffer;
+  }
   size_t item = c10::elementSize(dtype);
   int64_t n = static_cast<int64_t>(s->nbytes / item);
   std::vector<uint8_t> zeros(s->nbytes, 0);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/pending_work.h"
+#include "backend/stream_events.h"
 
 namespace tt::backend {
 
@@ -76,6 +77,7 @@ runtime::Runtime& runtime_for(int device) {
 }
 
 void track_pending(const runtime::BufferPtr& buffer) {
+  streams::track(buffer);
   std::lock_guard<std::mutex> lock(g_pending_mu);
   if (g_pending.size() > 4096) {
     std::vector<std::weak_ptr<runtime::Buffer>> alive;
@@ -96,7 +98,9 @@ void synchronize(int device) {
   std::vector<std::weak_ptr<runtime::Buffer>> other_devices;
   for (auto& w : pending) {
     auto b = w.lock();
-    if (!b) continue;
+    // A donated buffer's work is the input of the program it was given to,
+    // whose results are tracked themselves.
+    if (!b || b->donated()) continue;
     if (device >= 0 && b->device() != device) {
       other_devices.push_back(w);
       continue;

@@ -24,7 +24,8 @@ void set_process_check(std::function<void()> check);
 // Waits for every program and copy issued so far on `device` (-1: all).
 void synchronize(int device);
 // Records a buffer that an asynchronous program is producing, so that
-// synchronize() can wait for it.
+// synchronize() can wait for it (and the current stream's events, see
+// stream_events.h).
 void track_pending(const runtime::BufferPtr& buffer);
 
 }  // namespace tt::backend

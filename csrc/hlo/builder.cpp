@@ -100,12 +100,26 @@ Value Builder::param(const Type& t) {
 
 void Builder::set_results(const Values& results) { results_ = results; }
 
+void Builder::alias_param(int param, int result) {
+  if (param < 0 || param >= static_cast<int>(params_.size()))
+    throw BuildError("alias_param: no parameter " + std::to_string(param));
+  aliases_.emplace_back(param, result);
+}
+
 std::string Builder::module_text() const {
   std::ostringstream os;
   os << "module @torch_tpu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
   os << "  func.func public @main(";
-  for (size_t i = 0; i < params_.size(); ++i)
+  for (size_t i = 0; i < params_.size(); ++i) {
     os << (i ? ", " : "") << "%v" << param_ids_[i] << ": " << params_[i].str();
+    for (const auto& [p, r] : aliases_) {
+      if (p != static_cast<int>(i)) continue;
+      if (r < 0 || r >= static_cast<int>(results_.size()) || !(results_[r].type == params_[i]))
+        throw BuildError("alias_param: parameter " + std::to_string(p) + " and result " + std::to_string(r) +
+                         " differ in type");
+      os << " {tf.aliasing_output = " << r << " : i32}";
+    }
+  }
   os << ") -> (";
   for (size_t i = 0; i < results_.size(); ++i) os << (i ? ", " : "") << results_[i].type.str();
   os << ") {\n";

@@ -78,6 +78,10 @@ class Builder {
   // ---- function signature -------------------------------------------------
   Value param(const Type& t);
   void set_results(const Values& results);
+  // Parameter `param` (its number among params) may be donated: its buffer
+  // becomes result `result`, which must have the same type
+  // (tf.aliasing_output; XLA then updates it in place).
+  void alias_param(int param, int result);
   const std::vector<Type>& param_types() const { return params_; }
   // The whole module as text, ready for PJRT_Client_Compile (format "mlir").
   std::string module_text() const;
@@ -213,6 +217,7 @@ class Builder {
   int next_id_ = 0;
   std::vector<Type> params_;
   std::vector<int> param_ids_;
+  std::vector<std::pair<int, int>> aliases_;  // (param, result)
   Values results_;
   std::vector<std::vector<std::string>> blocks_;  // stack: body lines being built
 };

@@ -39,6 +39,29 @@ void check_each(Builder& b, const Context& c, Value bad, Value values, CheckErro
   add_check(b, c, any, worst, error, std::move(message));
 }
 
+void check_first(Builder& b, const Context& c, Value bad, Value values, CheckError error, std::string message) {
+  int64_t n = values.type.numel();
+  if (!c.checks || n == 0) return;
+  Shape s{n};
+  Value v = b.reshape(b.convert(values, DType::S64), s);
+  Value hit = b.reshape(b.convert(bad, DType::Pred), s);
+  Value pos = b.iota(hlo::Type{DType::S64, s}, 0);
+  Value first = reduce_min(b, b.select(hit, pos, b.constant_int(n, DType::S64, s)), {0});
+  Value at_first = b.compare(pos, b.broadcast_in_dim(first, s, {}), hlo::Cmp::EQ);
+  Value lowest = b.constant_int(std::numeric_limits<int64_t>::min(), DType::S64, s);
+  Value value = reduce_max(b, b.select(at_first, v, lowest), {0});
+  Value any = reduce_max(b, b.convert(hit, DType::S32), {0});
+  if (message.find("{pos}") != std::string::npos) {
+    // position * 2^32 + the value's low 32 bits (clamped to int32 first).
+    Value v32 = b.clamp(b.constant_int(std::numeric_limits<int32_t>::min(), DType::S64), value,
+                        b.constant_int(std::numeric_limits<int32_t>::max(), DType::S64));
+    Value low = b.select(b.compare(v32, b.constant_int(0, DType::S64), hlo::Cmp::LT),
+                         b.add(v32, b.constant_int(int64_t{1} << 32, DType::S64)), v32);
+    value = b.add(b.mul(first, b.constant_int(int64_t{1} << 32, DType::S64)), low);
+  }
+  add_check(b, c, any, value, error, std::move(message));
+}
+
 void check_index_range(Builder& b, const Context& c, Value index, int64_t lo, int64_t hi, CheckError error,
                        std::string message) {
   if (!c.checks || index.type.numel() == 0) return;
@@ -47,6 +70,12 @@ void check_index_range(Builder& b, const Context& c, Value index, int64_t lo, in
   Value out = b.or_(b.compare(i, b.constant_int(lo, DType::S64, s), hlo::Cmp::LT),
                     b.compare(i, b.constant_int(hi, DType::S64, s), hlo::Cmp::GE));
   check_each(b, c, out, i, error, std::move(message));
+}
+
+void check_nonzero_divisor(Builder& b, const Context& c, Value divisor) {
+  if (!hlo::is_int(divisor.dtype())) return;
+  Value zero = b.constant_int(0, divisor.dtype(), divisor.shape());
+  check_each(b, c, b.compare(divisor, zero, hlo::Cmp::EQ), zero, CheckError::Runtime, "ZeroDivisionError");
 }
 
 Value pack_checks(Builder& b, const std::vector<DeviceCheck>& checks) {
@@ -60,6 +89,12 @@ Value pack_checks(Builder& b, const std::vector<DeviceCheck>& checks) {
 
 std::string check_message(const CheckInfo& info, int64_t value) {
   std::string m = info.message;
+  size_t pos_at = m.find("{pos}");
+  if (pos_at != std::string::npos) {
+    m.replace(pos_at, 5, std::to_string(value >> 32));
+    int64_t low = value & 0xffffffffLL;
+    value = low >= (int64_t{1} << 31) ? low - (int64_t{1} << 32) : low;
+  }
   size_t at = m.find("{}");
   if (at != std::string::npos) m.replace(at, 2, std::to_string(value));
   return m;

@@ -26,16 +26,29 @@ void add_check(Builder& b, const Context& c, Value bad, Value value, CheckError 
 // the value reported is the largest of `values` where it is.
 void check_each(Builder& b, const Context& c, Value bad, Value values, CheckError error, std::string message);
 
+// Records that no element of the 1-D mask `bad` is set; the value reported
+// is `values` at the first set position, as a CPU kernel that walks its
+// input in order reports it. A message that also names that position uses
+// "{pos}" for it: position and value then travel packed in the one s64
+// (position * 2^32 + the value clamped to 32 bits).
+void check_first(Builder& b, const Context& c, Value bad, Value values, CheckError error, std::string message);
+
 // Records that every element of the integer `index` lies in [lo, hi): [0, n)
 // for ops that take no negative index, [-n, n) for those that count from the
 // end. `message` may use "{}" for the offending index.
 void check_index_range(Builder& b, const Context& c, Value index, int64_t lo, int64_t hi, CheckError error,
                        std::string message);
 
+// Records that no element of an integer divisor is zero: the CPU's integer
+// division, floor division, remainder and fmod raise
+// RuntimeError("ZeroDivisionError"). Nothing for float divisors.
+void check_nonzero_divisor(Builder& b, const Context& c, Value divisor);
+
 // The checks' (bad, value) pairs as one s64[2n] value.
 Value pack_checks(Builder& b, const std::vector<DeviceCheck>& checks);
 
-// `info`'s message with "{}" replaced by `value`.
+// `info`'s message with "{}" replaced by `value` (and "{pos}" by the
+// position packed with it, see check_first).
 std::string check_message(const CheckInfo& info, int64_t value);
 
 }  // namespace tt::lowering

@@ -156,6 +156,18 @@ LoweredGraph lower_graph(const Graph& g) {
   for (const auto& check : checks) out.checks.push_back(check.info);
   if (!checks.empty()) results.push_back(pack_checks(b, checks));
   b.set_results(results);
+  for (const auto& [input, output] : g.updates) {
+    if (input < 0 || input >= static_cast<int>(g.inputs.size()) || output < 0 ||
+        output >= static_cast<int>(out.outputs.size()))
+      throw LoweringError("graph update names input " + std::to_string(input) + " and output " +
+                          std::to_string(output) + ", which do not exist");
+    if (!(g.inputs[input] == out.outputs[output])) continue;
+    bool taken = false;
+    for (const auto& a : out.aliases) taken = taken || a.first == input || a.second == output;
+    if (taken) continue;
+    b.alias_param(input, output);
+    out.aliases.emplace_back(input, output);
+  }
   out.module_text = b.module_text();
   out.needs_rng = needs_rng;
   out.rng_counters = counters;

@@ -52,6 +52,10 @@ struct Graph {
   std::vector<Type> inputs;
   std::vector<GraphNode> nodes;
   std::vector<int> outputs;      // value ids, in order
+  // (input, output): output `output` is the new value of input `input` (an
+  // input the graph mutates). The program may update that input's buffer in
+  // place: its parameter is aliased to the result when their types agree.
+  std::vector<std::pair<int, int>> updates;
 };
 
 struct LoweredGraph {
@@ -64,6 +68,9 @@ struct LoweredGraph {
   // The nodes' device checks (messages prefixed with their op): when there
   // are any, the program returns one s64[2n] result after `outputs`.
   std::vector<CheckInfo> checks;
+  // The (input, output) pairs of Graph::updates whose parameter is aliased
+  // to its result (a run may donate those inputs' buffers).
+  std::vector<std::pair<int, int>> aliases;
 };
 
 // Throws LoweringError naming the node when an op has no rule or its rule

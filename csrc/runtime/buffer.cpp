@@ -32,6 +32,50 @@ bool Event::IsReady() const {
   return a.is_ready;
 }
 
+namespace {
+struct OnReadyArg {
+  const detail::Api* api;
+  std::function<void(const std::string&)> done;
+};
+void CallOnReady(PJRT_Error* error, void* arg) {
+  auto* a = static_cast<OnReadyArg*>(arg);
+  std::string message;
+  if (error) {
+    detail::SwallowError(*a->api, error, &message);
+    if (message.empty()) message = "unknown PJRT error";
+  }
+  a->done(message);
+  delete a;
+}
+}  // namespace
+
+void Event::OnReady(std::function<void(const std::string& error)> done) {
+  if (!ev_) {
+    done("");
+    return;
+  }
+  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
+  if (api.Event_OnReady) {
+    auto* arg = new OnReadyArg{&api, std::move(done)};
+    auto r = TT_ARGS(PJRT_Event_OnReady_Args);
+    r.event = static_cast<PJRT_Event*>(ev_);
+    r.callback = &CallOnReady;
+    r.user_arg = arg;
+    PJRT_Error* err = api.Event_OnReady(&r);
+    if (!err) return;
+    detail::SwallowError(api, err);
+    done = std::move(arg->done);
+    delete arg;
+  }
+  try {
+    Await();
+  } catch (const Error& e) {
+    done(e.what());
+    return;
+  }
+  done("");
+}
+
 // ----------------------------------------------------------------- Buffer ---
 Buffer::Buffer(void* buf, ElementType t, std::vector<int64_t> dims, int device)
     : buf_(buf), type_(t), dims_(std::move(dims)), device_(device) {
@@ -47,6 +91,11 @@ Buffer::~Buffer() {
     detail::SwallowError(api, api.Buffer_Destroy(&d));
   }
   if (accounted_) rt.Account(device_, -static_cast<int64_t>(nbytes()), -1);
+}
+
+void Buffer::MarkDonated() {
+  donated_ = true;
+  ExcludeFromAccounting();
 }
 
 void Buffer::ExcludeFromAccounting() {
@@ -87,6 +136,14 @@ void Buffer::BlockUntilReady() const {
   detail::AwaitAndDestroyEvent(api, a.event, "buffer computation");
 }
 
+std::unique_ptr<Event> Buffer::ReadyEvent() const {
+  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
+  auto a = TT_ARGS(PJRT_Buffer_ReadyEvent_Args);
+  a.buffer = static_cast<PJRT_Buffer*>(buf_);
+  detail::ThrowIfError(api, api.Buffer_ReadyEvent(&a), "PJRT_Buffer_ReadyEvent");
+  return std::make_unique<Event>(a.event);
+}
+
 // ------------------------------------------------------------- Executable ---
 Executable::Executable(void* loaded, int num_outputs) : loaded_(loaded), num_outputs_(num_outputs) {}
 
@@ -98,7 +155,8 @@ Executable::~Executable() {
   detail::SwallowError(api, api.LoadedExecutable_Destroy(&d));
 }
 
-std::vector<BufferPtr> Executable::Execute(const std::vector<Buffer*>& args, int device) const {
+std::vector<BufferPtr> Executable::Execute(const std::vector<Buffer*>& args, int device,
+                                           const std::vector<int64_t>& non_donatable) const {
   Runtime& rt = Runtime::Get();
   const auto& api = *static_cast<const detail::Api*>(rt.api_);
   rt.CheckDevice(device);
@@ -127,6 +185,8 @@ std::vector<BufferPtr> Executable::Execute(const std::vector<Buffer*>& args, int
   PJRT_Buffer* const* arg_list = in.data();
   PJRT_Buffer** out_list = out.data();
   auto opts = TT_ARGS(PJRT_ExecuteOptions);
+  opts.non_donatable_input_indices = non_donatable.empty() ? nullptr : non_donatable.data();
+  opts.num_non_donatable_input_indices = non_donatable.size();
   auto a = TT_ARGS(PJRT_LoadedExecutable_Execute_Args);
   a.executable = static_cast<PJRT_LoadedExecutable*>(loaded_);
   a.options = &opts;

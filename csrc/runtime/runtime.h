@@ -63,6 +63,11 @@ class Event {
   Event& operator=(const Event&) = delete;
   void Await();          // throws Error if the event carries an error
   bool IsReady() const;
+  // Calls `done` once the event is ready, with "" or the error's message:
+  // at once on this thread when it is ready already, else on a plugin thread
+  // (where the plugin has no PJRT_Event_OnReady, this waits and calls it).
+  // `done` must not throw. The event may be destroyed before `done` runs.
+  void OnReady(std::function<void(const std::string& error)> done);
  private:
   void* ev_;
 };
@@ -87,12 +92,20 @@ class Buffer {
   void ToHost(void* dst, size_t dst_bytes) const;
   // Blocks until the buffer's value is computed (errors surface here).
   void BlockUntilReady() const;
+  // The event that becomes ready when the buffer's value is computed (or its
+  // computation failed). It stays valid after the buffer is destroyed.
+  std::unique_ptr<Event> ReadyEvent() const;
   // Stops counting this buffer in live_bytes (for the runtime's own caches,
   // e.g. device copies of scalars, which are not user tensors).
   void ExcludeFromAccounting();
+  // The buffer was donated to a program (its memory now belongs to that
+  // program's result): it holds no value and no longer counts as live.
+  void MarkDonated();
+  bool donated() const { return donated_; }
 
  private:
   void* buf_;
+  bool donated_ = false;
   ElementType type_;
   std::vector<int64_t> dims_;
   int device_;
@@ -109,7 +122,11 @@ class Executable {
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
   int num_outputs() const { return num_outputs_; }
-  std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device) const;
+  // Arguments whose parameter the program aliases to a result are donated
+  // (the buffer becomes that result and is dead afterwards) unless listed in
+  // `non_donatable`, where XLA copies instead.
+  std::vector<BufferPtr> Execute(const std::vector<Buffer*>& args, int device,
+                                 const std::vector<int64_t>& non_donatable = {}) const;
   void* raw() const { return loaded_; }
   // True when Runtime::Compile loaded it from the persistent compile cache
   // instead of compiling.

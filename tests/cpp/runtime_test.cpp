@@ -6,6 +6,7 @@
 // to 2 here so the second-device paths run.)
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -196,6 +197,27 @@ int main() {
       outs[0]->ToHost(sum, sizeof(sum));
       CHECK(sum[0] == 11 && sum[1] == 22 && sum[2] == 33 && sum[3] == 44);
       CHECK(rt.live_bytes(0) == base0 + 48);
+
+      // ---- a buffer's ready event: OnReady reports completion (once, with no
+      // error), and the event stays usable after the buffer is gone.
+      {
+        auto pending = add->Execute({ba.get(), bb.get()}, 0);
+        std::unique_ptr<Event> ready = pending[0]->ReadyEvent();
+        pending.clear();
+        auto calls = std::make_shared<std::atomic<int>>(0);
+        auto error = std::make_shared<std::string>("unset");
+        ready->OnReady([calls, error](const std::string& err) {
+          *error = err;
+          calls->fetch_add(1);
+        });
+        ready->Await();
+        for (int i = 0; i < 500 && calls->load() == 0; ++i) usleep(1000);
+        CHECK(calls->load() == 1 && error->empty());
+        CHECK(ready->IsReady());
+        int late = 0;
+        ready->OnReady([&late](const std::string&) { ++late; });  // ready already: runs at once
+        CHECK(late == 1);
+      }
 
       // ---- the same (portable) executable on device 1
       if (ndev > 1) {

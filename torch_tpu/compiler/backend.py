@@ -10,14 +10,16 @@ _registered = False
 def _compiler(kind):
     def compile_graph(gm, example_inputs):
         from .compiled_graph import CompiledGraph
-        saved_from = None
-        if kind == "forward":
-            # The forward returns (mutated inputs, outputs, bases) and then the
-            # values saved for backward, which only the backward graph reads.
-            context = torch._guards.TracingContext.try_get()
-            if context is not None and context.fw_metadata is not None:
-                saved_from = context.fw_metadata.num_forward
-        graph = CompiledGraph(gm, f"{kind}_{next(_counter)}", saved_from)
+        saved_from, updates = None, ()
+        context = torch._guards.TracingContext.try_get()
+        meta = context.fw_metadata if context is not None and kind != "backward" else None
+        if meta is not None:
+            updates = _input_updates(meta)
+            if kind == "forward":
+                # The forward returns (mutated inputs, outputs, bases) and then the
+                # values saved for backward, which only the backward graph reads.
+                saved_from = meta.num_forward
+        graph = CompiledGraph(gm, f"{kind}_{next(_counter)}", saved_from, updates)
 
         def run(args):
             return graph(args)
@@ -26,6 +28,18 @@ def _compiler(kind):
         run.graph = graph
         return run
     return compile_graph
+
+
+def _input_updates(meta):
+    """(input, output) pairs: the forward or inference graph returns input
+    `input`'s new value as output `output`, which AOTAutograd then copies into
+    it (a data mutation). The program may update those inputs in place."""
+    updates = []
+    for k, i in enumerate(meta.mutated_inp_runtime_indices):
+        info = meta.input_info[i]
+        if info.mutates_data and not info.mutates_metadata and not info.mutates_storage_metadata:
+            updates.append((i, k))
+    return tuple(updates)
 
 
 def tpu_backend(gm, example_inputs, **kwargs):

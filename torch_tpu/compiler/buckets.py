@@ -159,6 +159,12 @@ def _is_pointwise(target):
     return torch.Tag.pointwise in target.tags
 
 
+# Integer divisions raise for a zero divisor (a device check, as the CPU's
+# ZeroDivisionError): a padded integer divisor gets 1 in its padding.
+_DIVISIONS = {"aten::div.Tensor_mode", "aten::floor_divide", "aten::remainder.Tensor",
+              "aten::remainder.Scalar_Tensor", "aten::fmod.Tensor"}
+
+
 class _Ref:
     """A program value handed to PaddedGraphSpec.emit: its id and meta tensor."""
 
@@ -361,7 +367,9 @@ class PaddedGraphSpec(GraphSpec):
             self._slice_scatter(node, ids, vals)
             return
         if kind == "elementwise" or _is_pointwise(target):
-            super()._call(node, ids, vals)
+            call_ids = self._divisor_filled(node, name, ids, vals)
+            super()._call(node, call_ids, vals)
+            ids[node] = call_ids[node]
             self._note(node, ids)
             if out is not None and any(is_symbolic(e) and not is_simple(e) for e in out):
                 m = None
@@ -486,6 +494,16 @@ class PaddedGraphSpec(GraphSpec):
             if is_symbolic(ke[-2]) and not (self._arg(node, "is_causal") and self._arg(node, "attn_mask") is None
                                             and qe[-2] == ke[-2]):
                 raise Unsupported("bucketing: attention over padded keys without is_causal")
+
+    def _divisor_filled(self, node, name, ids, vals):
+        """ids, with a padded integer divisor of an integer division filled
+        with 1 in its padding (_DIVISIONS)."""
+        d = node.args[1] if name in _DIVISIONS and len(node.args) > 1 else None
+        if not (isinstance(d, Node) and isinstance(ids.get(d), int)) or vals[d].dtype.is_floating_point:
+            return ids
+        local = dict(ids)
+        local[d] = self._fill(_Ref(ids[d], vals[d]), self._exprs.get(ids[d], ()), 1).vid
+        return local
 
     def _padded(self, node):
         return any(is_symbolic(e) for e in self._exprs.get(self._id_of(node), ()))

@@ -30,9 +30,12 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str, saved_from=None):
+    def __init__(self, gm: torch.fx.GraphModule, name: str, saved_from=None, updates=()):
         self.gm = gm
         self.name = name
+        # (argument, graph output): the output is the argument's new value,
+        # which AOTAutograd copies into it after the call.
+        self.updates = tuple(updates)
         # Forward graphs: outputs from this index on are saved for backward.
         n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
         self.saved_from = n_out if saved_from is None else saved_from
@@ -97,7 +100,7 @@ class CompiledGraph:
         t0 = time.perf_counter()
         try:
             spec = GraphSpec(self.gm, args)
-            exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs)
+            exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs, self._program_updates(spec))
         except (Unsupported, _C.LoweringError) as e:
             stats.record_eager(self.name, str(e))
             self.programs[sig] = None
@@ -105,6 +108,14 @@ class CompiledGraph:
         stats.record_compile(self.name, time.perf_counter() - t0, exe.compile_seconds, [n[0] for n in spec.nodes])
         self.programs[sig] = (exe, spec)
         return self.programs[sig]
+
+    def _program_updates(self, spec):
+        """self.updates as (program input, program output) pairs."""
+        updates = []
+        for arg, out in self.updates:
+            if arg in spec.input_slots and out < len(spec.output_plan) and spec.output_plan[out][0] == "t":
+                updates.append((spec.input_slots.index(arg), spec.output_plan[out][1]))
+        return updates
 
     def _run_eager(self, args):
         out = self.gm(*args)

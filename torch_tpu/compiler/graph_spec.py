@@ -24,16 +24,11 @@ class Result:
         self.index = index
 
 
-# c10::ScalarType / Layout / MemoryFormat numbers (what eager kernels receive
-# for these arguments).
-_SCALAR_TYPE_CODE = {
-    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
-    torch.float32: 6, torch.float64: 7, torch.complex32: 8, torch.complex64: 9, torch.complex128: 10,
-    torch.bool: 11, torch.bfloat16: 15,
-}
-_LAYOUT_CODE = {torch.strided: 0}
-_MEMORY_FORMAT_CODE = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,
-                       torch.channels_last_3d: 3}
+# The dtypes a program's values may have.
+_DTYPES = frozenset({
+    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+    torch.float64, torch.bool, torch.bfloat16, torch.complex64, torch.complex128,
+})
 
 _graph_rules = None
 
@@ -64,14 +59,6 @@ def _unwrap_optional(t):
     return t.getElementType() if isinstance(t, torch._C.OptionalType) else t
 
 
-def _is_tensor_type(t):
-    return isinstance(_unwrap_optional(t), torch._C.TensorType)
-
-
-def _is_number_type(t):
-    return isinstance(_unwrap_optional(t), torch._C.NumberType)
-
-
 def _to_meta(v):
     if isinstance(v, torch.Tensor):
         return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
@@ -79,6 +66,18 @@ def _to_meta(v):
         return torch.device("meta")
     if isinstance(v, (list, tuple)):
         return type(v)(_to_meta(x) for x in v)
+    return v
+
+
+def _with_results(v, results):
+    """`v` with each Result replaced by its value. (A module-level function: a
+    recursive closure over `results` would be a reference cycle that keeps a
+    call's outputs, and so their device buffers, alive until the next garbage
+    collection.)"""
+    if isinstance(v, Result):
+        return results[v.index]
+    if isinstance(v, (list, tuple)):
+        return type(v)(_with_results(x, results) for x in v)
     return v
 
 
@@ -112,7 +111,7 @@ class GraphSpec:
         return self._next_id - 1
 
     def _add_input(self, t, slot):
-        if t.dtype not in _SCALAR_TYPE_CODE or t.dtype == torch.complex32:
+        if t.dtype not in _DTYPES:
             raise Unsupported(f"input dtype {t.dtype}")
         vid = self._new_id()
         self.inputs.append((t.dtype, list(t.shape)))
@@ -201,7 +200,7 @@ class GraphSpec:
                 out_types.append(None)
                 out_ids.append(-1)
             else:
-                if r.dtype not in _SCALAR_TYPE_CODE or r.dtype == torch.complex32:
+                if r.dtype not in _DTYPES:
                     raise Unsupported(f"{name} returns {r.dtype}")
                 out_types.append((r.dtype, list(r.shape)))
                 out_ids.append(self._new_id())
@@ -238,15 +237,8 @@ class GraphSpec:
 
     def run_effects(self, results):
         """Calls the effectful ops on the program's `results`."""
-        def real(v):
-            if isinstance(v, Result):
-                return results[v.index]
-            if isinstance(v, (list, tuple)):
-                return type(v)(real(x) for x in v)
-            return v
-
         for op, args, kwargs in self.effects:
-            op(*real(args), **{k: real(v) for k, v in kwargs.items()})
+            op(*_with_results(args, results), **{k: _with_results(v, results) for k, v in kwargs.items()})
 
     def _result_from_fake(self, node, err):
         fake = node.meta.get("val")
@@ -283,52 +275,25 @@ class GraphSpec:
         return vid
 
     def _encode(self, v, schema_type, ids, vals):
-        if v is None:
-            return ("N",)
+        """("T", id) for a tensor value, ("L", ids) for a list of them, else
+        ("V", host value): the native side classifies host values by the
+        op's schema, as it does an eager call's arguments."""
         if isinstance(v, Node):
             if isinstance(ids.get(v), int):
                 return ("T", ids[v])
             v = vals[v]  # a host value computed earlier (a size)
-        if isinstance(v, torch.Tensor):
-            raise Unsupported("a tensor constant in the arguments")
-        if _is_tensor_type(schema_type) and isinstance(v, (bool, int, float, complex)):
-            return ("W", v)
-        if isinstance(v, torch.dtype):
-            return ("i", _SCALAR_TYPE_CODE[v])
-        if isinstance(v, torch.layout):
-            return ("i", _LAYOUT_CODE.get(v, 0))
-        if isinstance(v, torch.memory_format):
-            return ("i", _MEMORY_FORMAT_CODE[v])
-        if isinstance(v, (torch.device, torch.Generator)):
-            return ("N",)
-        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            raise Unsupported("a symbolic size reached the graph")
-        if _is_number_type(schema_type) and isinstance(v, (bool, int, float, complex)):
-            return ("S", v)
-        if isinstance(v, bool):
-            return ("b", v)
-        if isinstance(v, int):
-            return ("i", v)
-        if isinstance(v, float):
-            return ("d", v)
-        if isinstance(v, str):
-            return ("s", v)
         if isinstance(v, (list, tuple)):
             elem = _unwrap_optional(schema_type)
             elem = elem.getElementType() if isinstance(elem, torch._C.ListType) else elem
             if isinstance(_unwrap_optional(elem), torch._C.TensorType):
                 return ("L", [-1 if x is None else self._tensor_id(x, ids) for x in v])
-            items = [vals[x] if isinstance(x, Node) else x for x in v]
-            if all(isinstance(x, bool) for x in items) and isinstance(elem, torch._C.BoolType):
-                return ("B", list(items))
-            if all(isinstance(x, int) and not isinstance(x, bool) for x in items):
-                return ("I", list(items))
-            if all(isinstance(x, (int, float)) for x in items):
-                return ("D", [float(x) for x in items])
-            if all(isinstance(x, bool) for x in items):
-                return ("B", list(items))
-            raise Unsupported(f"list argument {v}")
-        raise Unsupported(f"argument of type {type(v).__name__}")
+            v = [vals[x] if isinstance(x, Node) else x for x in v]
+        for x in v if isinstance(v, list) else (v,):
+            if isinstance(x, torch.Tensor):
+                raise Unsupported("a tensor constant in the arguments")
+            if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                raise Unsupported("a symbolic size reached the graph")
+        return ("V", v)
 
     def _output(self, results, ids, vals):
         for r in results:

@@ -1,5 +1,6 @@
 // add, sub, mul, div (with rounding modes): PyTorch's promotion and
 // broadcasting come from elementwise(); the result type from the context.
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 
 namespace tt::lowering {
@@ -60,7 +61,8 @@ Value float_floor_div(Builder& b, Value x, Value y) {
 }
 
 // div.Tensor / div.Scalar: true division (ints compute in float);
-// div.Tensor_mode / div.Scalar_mode: rounding_mode "trunc" or "floor".
+// div.Tensor_mode / div.Scalar_mode: rounding_mode "trunc" or "floor". An
+// integer divisor of 0 raises the CPU's ZeroDivisionError (a device check).
 Values div_rule(Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
   std::string mode = a.size() > 2 && a[2].kind == Arg::Kind::String ? a[2].s : "";
@@ -72,6 +74,7 @@ Values div_rule(Builder& b, const Args& a, const Context& c) {
   }
   return {elementwise(b, {&a[0], &a[1]}, out, [&](Builder& b, const Values& x) {
     bool fl = hlo::is_float(compute);
+    check_nonzero_divisor(b, c, x[1]);
     if (mode == "trunc") {
       if (!fl) return b.div(x[0], x[1]);
       Value q = b.div(x[0], x[1]);
@@ -88,6 +91,7 @@ TT_RULE({"aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten:
 TT_RULE({"aten::floor_divide", "aten::floor_divide.Scalar"}, [](Builder& b, const Args& a, const Context& c) {
   DType t = c.out().dtype;
   return Values{elementwise(b, {&a[0], &a[1]}, c.out(), [&](Builder& b, const Values& x) {
+    check_nonzero_divisor(b, c, x[1]);
     return hlo::is_float(t) ? float_floor_div(b, x[0], x[1]) : int_floor_div(b, x[0], x[1]);
   }, t)};
 });

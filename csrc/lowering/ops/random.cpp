@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 #include "lowering/random_bits.h"
 
@@ -196,15 +197,63 @@ TT_RULE({"aten::native_dropout_backward"}, [](Builder& b, const Args& a, const C
   return Values{b.mul(b.mul(g, m), b.constant(a[2].d, g.dtype(), g.shape()))};
 });
 
+using hlo::Cmp;
+
+// The CPU's checks of multinomial's weights w [rows, K], as device checks.
+// Without replacement (or one sample) the op checks the whole tensor: any
+// inf, NaN or negative entry, then any row summing to 0. With replacement
+// its kernel walks the rows in order and raises for the first row with a
+// problem: its first negative-or-NaN or infinite entry, else a sum <= 0.
+void check_weights(Builder& b, const Context& c, Value w, bool per_row) {
+  if (!c.checks || w.type.numel() == 0) return;
+  const Shape& s = w.shape();
+  int64_t rows = s[0], K = s[1];
+  Value zero = b.constant(0, w.dtype(), s);
+  Value neg_or_nan = b.not_(b.compare(w, zero, Cmp::GE));
+  Value inf = b.compare(w, b.constant(std::numeric_limits<double>::infinity(), w.dtype(), s), Cmp::EQ);
+  Value bad = b.or_(neg_or_nan, inf);
+  Value sum_zero = b.compare(reduce_sum(b, w, {1}), b.constant(0, w.dtype(), {rows}), per_row ? Cmp::LE : Cmp::EQ);
+  const std::string sum_message = "invalid multinomial distribution (sum of probabilities <= 0)";
+  if (!per_row) {
+    Value rows_i = b.iota(Type{DType::S64, {rows}}, 0);
+    check_each(b, c, bad, b.iota(Type{DType::S64, s}, 0), CheckError::Runtime,
+               "probability tensor contains either `inf`, `nan` or element < 0");
+    check_each(b, c, sum_zero, rows_i, CheckError::Runtime, sum_message);
+    return;
+  }
+  // Each row's problem: 1 a negative or NaN entry first, 2 an infinite one
+  // first, 3 none but a sum <= 0, 0 none; the first row with one decides.
+  Value col = b.iota(Type{DType::S64, s}, 1);
+  Value first = reduce_min(b, b.select(bad, col, b.constant_int(K, DType::S64, s)), {1});
+  Value at_first = b.compare(col, b.broadcast_in_dim(first, s, {0}), Cmp::EQ);
+  Value first_neg = reduce_max(b, b.convert(b.and_(at_first, neg_or_nan), DType::S32), {1});
+  Value any_bad = b.compare(first, b.constant_int(K, DType::S64, {rows}), Cmp::LT);
+  Value i32 = b.constant_int(0, DType::S32, {rows});
+  Value kind = b.select(any_bad, b.select(b.compare(first_neg, i32, Cmp::NE), b.constant_int(1, DType::S32, {rows}),
+                                          b.constant_int(2, DType::S32, {rows})),
+                        b.select(sum_zero, b.constant_int(3, DType::S32, {rows}), i32));
+  Value row = b.iota(Type{DType::S64, {rows}}, 0);
+  Value first_row = reduce_min(b, b.select(b.compare(kind, i32, Cmp::NE), row, b.constant_int(rows, DType::S64, {rows})), {0});
+  Value decides = b.compare(row, b.broadcast_in_dim(first_row, {rows}, {}), Cmp::EQ);
+  const char* messages[] = {"invalid multinomial distribution (encountering probability entry < 0)",
+                            "invalid multinomial distribution (encountering probability entry = infinity or NaN)",
+                            sum_message.c_str()};
+  for (int k = 1; k <= 3; ++k)
+    check_each(b, c, b.and_(decides, b.compare(kind, b.constant_int(k, DType::S32, {rows}), Cmp::EQ)), row,
+               CheckError::Runtime, messages[k - 1]);
+}
+
 // multinomial(self, num_samples, replacement, generator): self is [K] or
 // [rows, K] of non-negative weights. With replacement: inverse CDF of a
 // uniform draw per sample. Without: the Gumbel-top-k trick (the num_samples
 // largest log(p) + Gumbel noise), which never picks a zero-weight entry.
+// Bad weights raise the CPU's errors (check_weights).
 TT_RULE({"aten::multinomial"}, [](Builder& b, const Args& a, const Context& c) {
   Value p = a[0].value();
   const bool vec = p.rank() == 1;
   const int64_t K = p.shape().back(), rows = vec ? 1 : p.shape()[0], S = a[1].i;
   if (!a[2].b && S > K) throw InvalidArgument("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  check_weights(b, c, b.reshape(b.convert(p, acc_dtype(p.dtype())), {rows, K}), a[2].b && S > 1);
   Value w = b.reshape(b.convert(p, DType::F32), {rows, K});
   Value out;
   if (a[2].b) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 
 namespace tt::lowering {
@@ -316,6 +317,7 @@ Value remainder_value(Builder& b, Value x, Value y) {
 
 // Integer division by zero: XLA defines x % 0 (no trap); keep it from
 // reaching the device as an undefined operation by dividing by 1 instead.
+// The CPU raises ZeroDivisionError for it, a device check here.
 Value safe_int_divisor(Builder& b, Value y) {
   if (is_float(y.dtype())) return y;
   Value zero = cst(b, y, 0);
@@ -325,8 +327,9 @@ Value safe_int_divisor(Builder& b, Value y) {
 TT_RULE({"aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor"},
         [](Builder& b, const Args& a, const Context& c) {
           if (c.out().dtype == DType::Pred) throw LoweringError("remainder: bool not supported");
-          return binary_math(b, a, c, [](Builder& b, Value x, Value y) {
+          return binary_math(b, a, c, [&c](Builder& b, Value x, Value y) {
             if (is_float(x.dtype())) return remainder_value(b, x, y);
+            check_nonzero_divisor(b, c, y);
             Value zero = cst(b, y, 0);
             Value r = remainder_value(b, x, safe_int_divisor(b, y));
             return b.select(b.compare(y, zero, Cmp::EQ), x, r);
@@ -335,8 +338,9 @@ TT_RULE({"aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Sc
 
 TT_RULE({"aten::fmod.Tensor", "aten::fmod.Scalar"}, [](Builder& b, const Args& a, const Context& c) {
   if (c.out().dtype == DType::Pred) throw LoweringError("fmod: bool not supported");
-  return binary_math(b, a, c, [](Builder& b, Value x, Value y) {
+  return binary_math(b, a, c, [&c](Builder& b, Value x, Value y) {
     if (is_float(x.dtype())) return fmod_value(b, x, y);
+    check_nonzero_divisor(b, c, y);
     Value zero = cst(b, y, 0);
     return b.select(b.compare(y, zero, Cmp::EQ), x, fmod_value(b, x, safe_int_divisor(b, y)));
   });

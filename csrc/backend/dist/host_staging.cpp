@@ -1,0 +1,73 @@
+#include "backend/dist/host_staging.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "backend/device_storage.h"
+#include "backend/executor.h"
+#include "backend/program_runner.h"
+#include "backend/storage_contents.h"
+#include "backend/tpu_device.h"
+
+namespace tt::backend::dist {
+
+at::ScalarType wire_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: case at::kChar: case at::kByte: case at::kInt: case at::kLong:
+    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+      return t;
+    case at::kShort:
+      return at::kInt;
+    default:
+      TORCH_CHECK_TYPE(false, "tpu_dist: collectives do not support dtype ", t);
+  }
+}
+
+void check_tpu(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.defined(), "tpu_dist ", what, ": undefined tensor");
+  TORCH_CHECK(t.device().is_privateuseone(), "tpu_dist ", what, ": expected tpu tensors, got a tensor on ",
+              t.device(), " (this process group's tpu_dist backend carries only tpu tensors; use a "
+              "\"cpu:gloo,tpu:tpu_dist\" group for CPU tensors)");
+  TORCH_CHECK(t.layout() == at::kStrided, "tpu_dist ", what, ": only dense tensors are supported");
+  wire_dtype(t.scalar_type());
+}
+
+at::Tensor to_host(const at::Tensor& device) {
+  // One transfer straight into the result (Tensor.cpu() would stage it in a
+  // second host tensor).
+  at::Tensor host = at::empty(device.sizes(), device.options().device(at::kCPU));
+  if (device.numel() > 0) {
+    runtime::BufferPtr buf = dense_buffer(device);
+    verify_device_checks();  // the host waits here: raise what earlier programs found
+    buf->ToHost(host.mutable_data_ptr(), host.nbytes());
+  }
+  at::ScalarType wire = wire_dtype(device.scalar_type());
+  return wire == host.scalar_type() ? host : host.to(wire);
+}
+
+at::Tensor host_like(const at::Tensor& device) {
+  return at::empty(device.sizes(), device.options().device(at::kCPU).dtype(wire_dtype(device.scalar_type())));
+}
+
+bool direct_write(const at::Tensor& device) {
+  if (!device.is_contiguous() || device.numel() == 0) return false;
+  return static_cast<size_t>(device.numel()) * device.element_size() == storage_of(device)->nbytes &&
+         device.storage_offset() == 0;
+}
+
+void write_back(const at::Tensor& device, const at::Tensor& host) {
+  if (device.numel() == 0) return;
+  at::Tensor value = host.scalar_type() == device.scalar_type() ? host : host.to(device.scalar_type());
+  value = value.contiguous();
+  if (!direct_write(device)) {
+    at::Tensor d = device;
+    d.copy_(value.view(device.sizes()));
+    return;
+  }
+  int dev = device.device().index();
+  auto buf = runtime_for(dev).FromHost(value.const_data_ptr(), to_element_type(device.scalar_type()),
+                                       device.sizes().vec(), dev);
+  set_buffer(storage_of(device), std::move(buf));
+}
+
+}  // namespace tt::backend::dist

@@ -1,0 +1,109 @@
+// tpu_dist: the c10d backend for tpu tensors (registered from
+// torch_tpu/distributed). On the CPU plugin, which has no collectives
+// between processes, it carries every collective over a gloo backend on the
+// same store, with host copies (backend/dist/host_staging.h): read the tpu
+// values to the host, run gloo's collective, write the results back into
+// the tpu tensors' storages in place. JAX does the same for multi-process
+// CPU. Before moving data the ranks agree on their arguments
+// (backend/dist/agreement_check.h), so a mismatch raises instead of hanging.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/dist/agreement_check.h"
+
+namespace tt::backend::dist {
+
+class TpuDistBackend : public c10d::Backend {
+ public:
+  // `gloo` is a gloo Backend of the same ranks, on its own store prefix;
+  // `status` a store prefix of the group's own (backend/dist/missing_ranks.h);
+  // `timeout` is the group's; `group` names the group in messages.
+  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Store> status, int rank,
+                 int size, std::chrono::milliseconds timeout, std::string group);
+
+  const std::string getBackendName() const override { return "tpu_dist"; }
+
+  // A coalescing block (_coalescing_manager with a device): collectives
+  // inside it run as issued; endCoalescing returns one Work for them all.
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+ private:
+  // One collective over gloo: its arguments' signature, the host copies
+  // it writes (device tensor, host tensor), and an optional host step run
+  // after gloo and before the write-back (unpacking a packed result).
+  struct Plan {
+    Signature sig;
+    c10d::OpType type = c10d::OpType::UNKNOWN;
+    std::vector<std::pair<at::Tensor, at::Tensor>> writes;
+    std::vector<at::Tensor> outputs;  // the Work's result and future value
+    std::function<void()> unpack;
+  };
+  // Checks agreement, issues `issue` (which starts gloo on the host copies)
+  // and returns the Work (tpu_dist_work.h).
+  c10::intrusive_ptr<c10d::Work> run(Plan plan, const std::function<c10::intrusive_ptr<c10d::Work>()>& issue);
+  // "tpu_dist all_reduce (rank 0 of 2, group default_pg)", for messages.
+  std::string what(const char* op) const;
+  // Records `w` in the open coalescing block, if any; returns it.
+  c10::intrusive_ptr<c10d::Work> track(c10::intrusive_ptr<c10d::Work> w);
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+  c10::intrusive_ptr<c10d::Store> status_;
+  uint64_t seq_ = 0;  // collectives issued (the same count on every rank)
+  std::chrono::milliseconds timeout_;
+  std::string group_;
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
+};
+
+}  // namespace tt::backend::dist

@@ -1,0 +1,40 @@
+"""Shared by the torchrun worker scripts: inputs per dtype and the checks."""
+
+import os
+
+import torch
+
+import torch_tpu  # noqa: F401  (registers tpu_dist)
+
+DTYPES = [
+    torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64,
+    torch.float16, torch.bfloat16, torch.float32, torch.float64,
+]
+
+
+def rank_world():
+    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+def sample(shape, dtype, seed):
+    """A CPU tensor with small values (products over 4 ranks stay exact)."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    low = 0 if dtype == torch.uint8 else -3
+    return torch.randint(low, 4, shape, generator=g).to(dtype)
+
+
+def assert_same(name, got, want):
+    """tpu results must equal gloo's on the CPU exactly: the transport runs
+    the same gloo arithmetic on the same host values."""
+    got = got.cpu()
+    if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
+        raise AssertionError(f"{name}: tpu_dist gave {got.dtype}{list(got.shape)} {got}\n"
+                             f"gloo on the CPU gave {want.dtype}{list(want.shape)} {want}")
+
+
+def report(rank, cases):
+    print(f"rank {rank}: {cases} cases passed", flush=True)

@@ -1,0 +1,53 @@
+"""torch.distributed on tpu: the ``tpu_dist`` c10d backend.
+
+``import torch_tpu`` registers ``tpu_dist`` as the backend for device ``tpu``,
+so each of these works under ``torchrun``::
+
+    dist.init_process_group("tpu_dist")
+    dist.init_process_group()                       # the default for tpu
+    dist.init_process_group("cpu:gloo,tpu:tpu_dist")
+
+The backend is C++ (``csrc/backend/dist``). On XLA's CPU plugin, which cannot
+run collectives between processes, it carries each collective over a gloo
+backend created on the same store, with host copies: the tpu values are read
+to the host, gloo reduces or moves them, and the results are written back into
+the tpu tensors' storages in place. JAX does the same for multi-process CPU.
+Before a collective moves data, the ranks exchange a small signature of their
+arguments and all raise the same error when they differ (gloo would abort the
+process); ``TORCH_TPU_DIST_CHECK=0`` turns that check off.
+"""
+
+import torch.distributed as dist
+
+BACKEND_NAME = "tpu_dist"
+# Store keys of the inner gloo transport, and the records of failed
+# collectives (csrc/backend/dist/missing_ranks.h), live under these
+# prefixes, apart from any other backend of the same group.
+_GLOO_PREFIX = "tpu_dist_gloo/"
+_STATUS_PREFIX = "tpu_dist_status/"
+
+
+def _create_backend(opts, pg_options=None):
+    """c10d's creator (extended API): one tpu_dist backend for one group.
+    `opts` is c10d's _DistributedBackendOptions; `pg_options` (backend
+    options passed to init_process_group / new_group) has nothing to set."""
+    from .. import _C
+
+    store = dist.PrefixStore(_GLOO_PREFIX, opts.store)
+    gloo = dist.ProcessGroupGloo(store, opts.group_rank, opts.group_size, opts.timeout)
+    status = dist.PrefixStore(_STATUS_PREFIX, opts.store)
+    return _C._TpuDistBackend(
+        gloo, status, opts.group_rank, opts.group_size, opts.timeout.total_seconds(), opts.group_id or "default"
+    )
+
+
+def register():
+    """Registers ``tpu_dist`` with c10d for device ``tpu`` (idempotent)."""
+    if not dist.is_available() or not dist.is_gloo_available():
+        return
+    if BACKEND_NAME in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["tpu"])
+
+
+__all__ = ["BACKEND_NAME", "register"]
