@@ -78,6 +78,9 @@ def make_tensor(shape, dtype, low, high, seed):
         return torch.rand(shape, generator=g) > 0.5
     if dtype.is_floating_point:
         return (torch.rand(shape, generator=g, dtype=torch.float64) * (high - low) + low).to(dtype)
+    if dtype.is_complex:  # real and imaginary parts each in [low, high)
+        parts = torch.rand(tuple(shape) + (2,), generator=g, dtype=torch.float64) * (high - low) + low
+        return torch.view_as_complex(parts).to(dtype)
     lo, hi = int(low), max(int(high), int(low) + 1)
     if dtype == torch.uint8:
         lo = max(lo, 0)

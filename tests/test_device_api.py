@@ -37,7 +37,8 @@ def test_mem_get_info_and_summary():
 def test_device_capability_lists_the_storage_dtypes():
     dtypes = torch.accelerator.get_device_capability("tpu")["supported_dtypes"]
     assert {torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool, torch.float8_e4m3fn} <= dtypes
-    assert torch.complex64 not in dtypes
+    assert {torch.complex64, torch.complex128} <= dtypes
+    assert torch.complex32 not in dtypes
 
 
 @pytest.mark.parametrize("make", [

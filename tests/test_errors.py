@@ -52,7 +52,7 @@ def test_out_of_memory_is_torch_oom():
 
 def test_unsupported_dtype():
     with pytest.raises(TypeError, match="dtype"):
-        torch.empty(2, dtype=torch.complex64, device="tpu")
+        torch.empty(2, dtype=torch.complex32, device="tpu")
 
 
 def test_fallback_error_mode_names_the_op():

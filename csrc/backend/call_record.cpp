@@ -2,6 +2,7 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <mutex>
@@ -44,8 +45,13 @@ bool classify_host_arg(const c10::IValue& v, bool scalar_slot, lowering::HostArg
       h.i = s.toLong();
       h.d = static_cast<double>(h.i);
       h.scalar_kind = hlo::DType::S64;
+    } else if (s.isComplex()) {  // complex128: d holds the real part, imag the imaginary
+      c10::complex<double> z = s.toComplexDouble();
+      h.d = z.real();
+      h.imag = z.imag();
+      h.i = static_cast<int64_t>(h.d);
+      h.scalar_kind = hlo::DType::C128;
     } else {
-      TORCH_CHECK_TYPE(!s.isComplex(), "tpu does not support complex scalars yet");
       h.d = s.toDouble();
       h.i = static_cast<int64_t>(h.d);
       h.scalar_kind = hlo::DType::F64;
@@ -101,8 +107,8 @@ void key_ints(std::string& key, c10::IntArrayRef v) {
               a, " and ", b, "!");
 }
 
-int add_scalar(CallState& st, runtime::ElementType type, uint64_t bits) {
-  st.scalars.push_back({type, bits});
+int add_scalar(CallState& st, runtime::ElementType type, uint64_t bits, uint64_t bits_hi = 0) {
+  st.scalars.push_back({type, bits, bits_hi});
   return static_cast<int>(st.scalars.size()) - 1;
 }
 
@@ -138,8 +144,12 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
     rec.view.sizes = t.sizes().vec();
     rec.view.strides = t.strides().vec();
     rec.view.offset = t.storage_offset();
+    rec.view.conj = t.is_conj();
+    rec.view.neg = t.is_neg();
     const hlo::Type& contents = st.storages[idx].type;
     key += 'T';
+    if (rec.view.conj) key += '*';
+    if (rec.view.neg) key += '-';
     key_int(key, static_cast<int>(rec.dtype));
     key_ints(key, t.sizes());
     key_ints(key, t.strides());
@@ -159,9 +169,9 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
   }
   rec.dtype = hlo_dtype(t.scalar_type());
   rec.wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();
-  uint64_t bits = 0;
-  std::memcpy(&bits, t.const_data_ptr(), t.element_size());
-  rec.scalar = add_scalar(st, to_element_type(t.scalar_type()), bits);
+  uint64_t bits[2] = {0, 0};
+  std::memcpy(bits, t.const_data_ptr(), std::min<size_t>(t.element_size(), sizeof(bits)));
+  rec.scalar = add_scalar(st, to_element_type(t.scalar_type()), bits[0], bits[1]);
   key += rec.wrapped ? 'w' : 'c';
   key_int(key, static_cast<int>(rec.dtype));
 }
@@ -169,9 +179,13 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
 // A Scalar's runtime slot and key: its value is a program input unless the
 // rule reads host values (static_value), which then key the program.
 void add_scalar_slot(bool static_value, CallState& st, std::string& key, ArgRecord& rec) {
-  uint64_t bits = 0;
+  uint64_t bits = 0, bits_hi = 0;
   runtime::ElementType type;
-  if (rec.scalar_kind == hlo::DType::Pred) {
+  if (rec.scalar_kind == hlo::DType::C128) {  // a Python complex: its parts in two words
+    type = runtime::ElementType::C128;
+    std::memcpy(&bits, &rec.d, 8);
+    std::memcpy(&bits_hi, &rec.imag, 8);
+  } else if (rec.scalar_kind == hlo::DType::Pred) {
     type = runtime::ElementType::Pred;
     bits = rec.b;
   } else if (rec.scalar_kind == hlo::DType::S64) {
@@ -181,12 +195,13 @@ void add_scalar_slot(bool static_value, CallState& st, std::string& key, ArgReco
     type = runtime::ElementType::F64;
     std::memcpy(&bits, &rec.d, 8);
   }
-  rec.scalar = add_scalar(st, type, bits);
+  rec.scalar = add_scalar(st, type, bits, bits_hi);
   key += 'S';
   key_int(key, static_cast<int>(rec.scalar_kind));
   if (static_value) {
     key += '=';
     key_int(key, static_cast<int64_t>(bits));
+    if (type == runtime::ElementType::C128) key_int(key, static_cast<int64_t>(bits_hi));
   }
 }
 
@@ -263,17 +278,18 @@ void encode(const c10::IValue& v, const c10::Argument& schema_arg, bool static_s
 runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device) {
   static std::mutex mu;
   static std::unordered_map<std::string, runtime::BufferPtr> cache;
-  std::string k(sizeof(int) * 2 + 8, '\0');
+  const uint64_t words[2] = {s.bits, s.bits_hi};
+  std::string k(sizeof(int) * 2 + 16, '\0');
   int t = static_cast<int>(s.type);
   std::memcpy(&k[0], &t, sizeof(int));
   std::memcpy(&k[sizeof(int)], &device, sizeof(int));
-  std::memcpy(&k[sizeof(int) * 2], &s.bits, 8);
+  std::memcpy(&k[sizeof(int) * 2], words, 16);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(k);
     if (it != cache.end()) return it->second;
   }
-  auto buf = runtime_for(device).FromHost(&s.bits, s.type, {}, device);
+  auto buf = runtime_for(device).FromHost(words, s.type, {}, device);
   buf->ExcludeFromAccounting();
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() > 4096) cache.clear();

@@ -31,6 +31,7 @@ struct StorageUse {
 struct ScalarUse {
   runtime::ElementType type;
   uint64_t bits;  // the value's bytes (double, int64 or bool), zero-extended
+  uint64_t bits_hi = 0;  // a complex128's imaginary part (its bytes 8..15)
 };
 
 // What the program needs to know about one argument (or list element): the

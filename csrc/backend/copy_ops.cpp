@@ -38,6 +38,10 @@ void device_copy(const at::Tensor& self, const at::Tensor& src, bool non_blockin
   execute(copy_plan(), op, &stack);
 }
 
+// Whether the tensor is its storage's values as they are: not a lazy
+// conjugate or negative view (is_conj(), is_neg()).
+bool plain_values(const at::Tensor& t) { return !t.is_conj() && !t.is_neg(); }
+
 // Whether non_blocking uploads return before the plugin has read the host
 // memory. Off for plugins that copy during the call anyway (the CPU plugin),
 // where it would only add the private copy below. TORCH_TPU_ASYNC_UPLOADS=1
@@ -58,7 +62,7 @@ bool async_uploads(runtime::Runtime& rt) {
 // would be `src` itself, the transfer reads a private copy.
 void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   // Convert and broadcast on the host, then move one dense buffer.
-  at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
+  at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous().resolve_conj().resolve_neg();
   int dev = self.device().index();
   auto& rt = runtime_for(dev);
   auto type = to_element_type(self.scalar_type());
@@ -71,7 +75,7 @@ void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   } else {
     buf = rt.FromHost(host.const_data_ptr(), type, self.sizes().vec(), dev);
   }
-  if (covers_own_storage(self)) {
+  if (covers_own_storage(self) && plain_values(self)) {
     set_buffer(storage_of(self), std::move(buf));
     return;
   }
@@ -92,10 +96,13 @@ void download(const at::Tensor& self, const at::Tensor& src) {
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   TORCH_CHECK(self.defined() && src.defined(), "copy_: undefined tensor");
   if (self.numel() == 0) return self;
+  if (src.is_complex() && !self.is_complex())  // as PyTorch's copy_ warns
+    TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
   bool self_tpu = self.device().is_privateuseone(), src_tpu = src.device().is_privateuseone();
   if (self_tpu && src_tpu) {
     if (self.device() == src.device()) {
-      if (self.scalar_type() == src.scalar_type() && self.sizes() == src.sizes() && covers_own_storage(self)) {
+      if (self.scalar_type() == src.scalar_type() && self.sizes() == src.sizes() && covers_own_storage(self) &&
+          plain_values(self) && plain_values(src)) {
         // The whole storage takes src's values: share src's (immutable)
         // buffer (or pending value), no program. AOTAutograd's write-back
         // of mutated parameters after a compiled optimizer step is this case.

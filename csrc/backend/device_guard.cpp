@@ -131,6 +131,7 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     t.has_Float = t.has_BFloat16 = t.has_Half = t.has_Double = 1;
     t.has_Char = t.has_Short = t.has_Int = t.has_Long = t.has_Byte = t.has_Bool = 1;
     t.has_Float8_e5m2 = t.has_Float8_e4m3fn = 1;
+    t.has_ComplexFloat = t.has_ComplexDouble = 1;
     return cap;
   }
 #endif

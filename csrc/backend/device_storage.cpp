@@ -32,10 +32,12 @@ runtime::ElementType to_element_type(at::ScalarType t) {
     case at::kUInt64: return E::U64;
     case at::kFloat8_e5m2: return E::F8E5M2;
     case at::kFloat8_e4m3fn: return E::F8E4M3FN;
+    case at::kComplexFloat: return E::C64;
+    case at::kComplexDouble: return E::C128;
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t,
                        " yet; supported: float32, bfloat16, float16, float64, int8, int16, int32, "
-                       "int64, uint8, bool, float8_e5m2, float8_e4m3fn");
+                       "int64, uint8, bool, float8_e5m2, float8_e4m3fn, complex64, complex128");
   }
 }
 
@@ -57,6 +59,8 @@ at::ScalarType to_scalar_type(runtime::ElementType t) {
     case E::U64: return at::kUInt64;
     case E::F8E5M2: return at::kFloat8_e5m2;
     case E::F8E4M3FN: return at::kFloat8_e4m3fn;
+    case E::C64: return at::kComplexFloat;
+    case E::C128: return at::kComplexDouble;
     default: TORCH_CHECK(false, "unexpected PJRT element type ", static_cast<int>(t));
   }
 }
@@ -65,7 +69,7 @@ bool is_supported_dtype(at::ScalarType t) {
   switch (t) {
     case at::kFloat: case at::kBFloat16: case at::kHalf: case at::kDouble: case at::kChar:
     case at::kShort: case at::kInt: case at::kLong: case at::kByte: case at::kBool:
-    case at::kFloat8_e5m2: case at::kFloat8_e4m3fn:
+    case at::kFloat8_e5m2: case at::kFloat8_e4m3fn: case at::kComplexFloat: case at::kComplexDouble:
       return true;
     default:
       return false;

@@ -60,7 +60,7 @@ at::Tensor dense_tensor(const at::Tensor& t) {
   }
   int64_t storage_numel = static_cast<int64_t>(s->nbytes / t.element_size());
   lowering::View v{t.sizes().vec(), t.strides().vec(), t.storage_offset()};
-  if (contents.dtype == hlo_dtype(t.scalar_type()) && lowering::covers_storage(v, storage_numel) &&
+  if (!t.is_conj() && !t.is_neg() && contents.dtype == hlo_dtype(t.scalar_type()) && lowering::covers_storage(v, storage_numel) &&
       lowering::numel(contents.shape) == storage_numel)
     return t;
   return at::clone(t, at::MemoryFormat::Contiguous);

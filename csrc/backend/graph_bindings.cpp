@@ -66,7 +66,8 @@ lowering::GraphArg arg_of(const py::handle& h, const c10::Argument& schema_arg, 
   // A Python number where the schema has a Tensor: a constant that promotes
   // like a wrapped number, classified as the Scalar it is.
   bool number_for_tensor = is_tensor_schema_type(schema_arg.type()) &&
-                           (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v));
+                           (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) ||
+                            PyComplex_Check(v.ptr()));
   c10::IValue iv;
   try {
     iv = number_for_tensor ? torch::jit::toIValue(v, c10::NumberType::get()) : torch::jit::toIValue(v, schema_arg.type());

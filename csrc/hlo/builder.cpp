@@ -23,6 +23,8 @@ const char* mlir_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::F8E5M2: return "f8E5M2";
     case DType::F8E4M3FN: return "f8E4M3FN";
+    case DType::C64: return "complex<f32>";
+    case DType::C128: return "complex<f64>";
   }
   throw BuildError("unknown dtype");
 }
@@ -34,13 +36,20 @@ bool is_float(DType t) {
 bool is_unsigned(DType t) {
   return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
-bool is_int(DType t) { return !is_float(t) && t != DType::Pred; }
+bool is_complex(DType t) { return t == DType::C64 || t == DType::C128; }
+bool is_int(DType t) { return !is_float(t) && !is_complex(t) && t != DType::Pred; }
+DType real_dtype(DType t) { return t == DType::C64 ? DType::F32 : t == DType::C128 ? DType::F64 : t; }
+DType complex_dtype(DType t) {
+  if (is_complex(t)) return t;
+  return t == DType::F64 ? DType::C128 : DType::C64;
+}
 int bit_width(DType t) {
   switch (t) {
     case DType::Pred: return 1;
     case DType::S8: case DType::U8: case DType::F8E5M2: case DType::F8E4M3FN: return 8;
     case DType::S16: case DType::U16: case DType::F16: case DType::BF16: return 16;
     case DType::S32: case DType::U32: case DType::F32: return 32;
+    case DType::C128: return 128;
     default: return 64;
   }
 }
@@ -191,6 +200,7 @@ static std::string hex_bits(uint64_t bits, int nibbles) {
 }
 
 Value Builder::constant(double v, DType t, const Shape& shape) {
+  if (is_complex(t)) return convert(constant(v, real_dtype(t), shape), t);
   if (!is_float(t)) {
     if (t == DType::Pred) return constant_int(v != 0.0, t, shape);
     return constant_int(static_cast<int64_t>(v), t, shape);
@@ -214,7 +224,7 @@ Value Builder::constant(double v, DType t, const Shape& shape) {
 }
 
 Value Builder::constant_int(int64_t v, DType t, const Shape& shape) {
-  if (is_float(t)) return constant(static_cast<double>(v), t, shape);
+  if (is_float(t) || is_complex(t)) return constant(static_cast<double>(v), t, shape);
   Type st{t, {}};
   std::string lit;
   if (t == DType::Pred) lit = v ? "true" : "false";
@@ -233,6 +243,7 @@ Value Builder::iota(const Type& t, int64_t dim) {
 Value Builder::unary(const std::string& op, Value x) {
   Type rt = x.type;
   if (op == "stablehlo.is_finite") rt.dtype = DType::Pred;
+  if (op == "stablehlo.abs") rt.dtype = real_dtype(rt.dtype);  // |complex| is real
   return emit1(op, {x}, rt);
 }
 
@@ -246,7 +257,8 @@ Value Builder::compare(Value a, Value b, Cmp dir, bool total_order) {
   if (a.type != b.type)
     throw BuildError("compare: operand types differ: " + a.type.str() + " vs " + b.type.str());
   static const char* names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
-  const char* ct = is_float(a.dtype()) ? (total_order ? "TOTALORDER" : "FLOAT")
+  const char* ct = is_complex(a.dtype()) ? "FLOAT"
+                   : is_float(a.dtype()) ? (total_order ? "TOTALORDER" : "FLOAT")
                    : is_unsigned(a.dtype()) || a.dtype() == DType::Pred ? "UNSIGNED"
                                                                         : "SIGNED";
   std::string attrs = std::string("comparison_direction = #stablehlo<comparison_direction ") +
@@ -267,7 +279,30 @@ Value Builder::clamp(Value lo, Value x, Value hi) {
 
 Value Builder::convert(Value x, DType t) {
   if (x.dtype() == t) return x;
+  if (is_complex(x.dtype()) && !is_complex(t)) {
+    if (t != DType::Pred) return convert(real(x), t);
+    Value zero = constant(0, real_dtype(x.dtype()), x.shape());
+    return or_(compare(real(x), zero, Cmp::NE), compare(imag(x), zero, Cmp::NE));
+  }
+  // Bool and integers reach complex through their float value.
+  if (is_complex(t) && !is_float(x.dtype()) && !is_complex(x.dtype())) x = convert(x, real_dtype(t));
   return emit1("stablehlo.convert", {x}, Type{t, x.shape()});
+}
+
+Value Builder::real(Value x) {
+  if (!is_complex(x.dtype())) return x;
+  return emit1("stablehlo.real", {x}, Type{real_dtype(x.dtype()), x.shape()});
+}
+
+Value Builder::imag(Value x) {
+  if (!is_complex(x.dtype())) return constant(0, x.dtype(), x.shape());
+  return emit1("stablehlo.imag", {x}, Type{real_dtype(x.dtype()), x.shape()});
+}
+
+Value Builder::complex(Value re, Value im) {
+  if (re.type != im.type || !is_float(re.dtype()))
+    throw BuildError("complex: parts must have one float type: " + re.type.str() + " vs " + im.type.str());
+  return emit1("stablehlo.complex", {re, im}, Type{complex_dtype(re.dtype()), re.shape()});
 }
 
 Value Builder::bitcast_convert(Value x, DType t) {

@@ -18,12 +18,18 @@ namespace tt::hlo {
 // convert with a cast; this layer itself does not depend on that.
 enum class DType : int32_t {
   Pred = 1, S8 = 2, S16 = 3, S32 = 4, S64 = 5, U8 = 6, U16 = 7, U32 = 8,
-  U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13,
+  U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13, C64 = 14, C128 = 15,
   F8E5M2 = 16, F8E4M3FN = 17,  // storage and conversions only (PyTorch computes nothing in float8)
 };
-const char* mlir_name(DType t);  // i1, i8, ..., ui8, f16, bf16, f32, f64, f8E5M2, f8E4M3FN
-bool is_float(DType t);
+const char* mlir_name(DType t);  // i1, i8, ..., ui8, f16, bf16, f32, f64, f8E5M2, f8E4M3FN, complex<f32>
+bool is_float(DType t);     // real floating point (not complex)
+bool is_complex(DType t);   // C64 (complex<f32>) or C128 (complex<f64>)
 bool is_int(DType t);       // signed or unsigned integer, not Pred
+// C64 -> F32, C128 -> F64; other types unchanged.
+DType real_dtype(DType t);
+// The complex type whose parts are `t`: F64 -> C128, other floats -> C64
+// (PyTorch has no complex bf16/f16 compute here); complex types unchanged.
+DType complex_dtype(DType t);
 bool is_unsigned(DType t);  // U8..U64
 int bit_width(DType t);     // Pred counts as 1
 
@@ -121,8 +127,15 @@ class Builder {
   Value compare(Value a, Value b, Cmp dir, bool total_order = false);
   Value select(Value pred, Value on_true, Value on_false);
   Value clamp(Value lo, Value x, Value hi);
-  Value convert(Value x, DType t);          // no-op when already `t`
-  Value bitcast_convert(Value x, DType t);  // same bit width
+  // No-op when already `t`. Complex to real keeps the real part (PyTorch's
+  // cast); complex to bool is "either part non-zero".
+  Value convert(Value x, DType t);
+  // Complex parts and assembly: real/imag of a complex value (a real value's
+  // real part is itself, its imag zero); complex(re, im) of equal float types.
+  Value real(Value x);
+  Value imag(Value x);
+  Value complex(Value re, Value im);
+  Value bitcast_convert(Value x, DType t);  // same bit width, neither complex
 
   // ---- shapes ----------------------------------------------------------------
   Value reshape(Value x, const Shape& shape);  // no-op when already `shape`

@@ -24,6 +24,7 @@ Value host_constant(Builder& b, const GraphArg& g) {
   switch (g.scalar_kind) {
     case DType::Pred: return b.constant_int(g.b ? 1 : 0, DType::Pred);
     case DType::S64: return b.constant_int(g.i, DType::S64);
+    case DType::C128: return b.complex(b.constant(g.d, DType::F64), b.constant(g.imag, DType::F64));
     default: return b.constant(g.d, DType::F64);
   }
 }

@@ -7,6 +7,7 @@
 namespace tt::lowering {
 
 using hlo::bit_width;
+using hlo::is_complex;
 using hlo::is_float;
 using hlo::is_unsigned;
 
@@ -14,6 +15,12 @@ DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (a == DType::Pred) return b;
   if (b == DType::Pred) return a;
+  if (is_complex(a) || is_complex(b)) {
+    // The complex type whose parts hold both operands' real types.
+    DType ra = hlo::real_dtype(a), rb = hlo::real_dtype(b);
+    DType parts = !is_float(ra) ? rb : !is_float(rb) ? ra : promote_types(ra, rb);
+    return hlo::complex_dtype(parts);
+  }
   if (is_float(a) || is_float(b)) {
     if (!is_float(a)) return b;
     if (!is_float(b)) return a;
@@ -29,15 +36,19 @@ DType promote_types(DType a, DType b) {
   return DType::S64;
 }
 
-DType to_float(DType t) { return is_float(t) ? t : DType::F32; }
+DType to_float(DType t) { return is_float(t) || is_complex(t) ? t : DType::F32; }
 
 namespace {
 enum class Slot { Dim, Zero, Wrapped };
 
+// PyTorch's combine_categories (c10's ResultTypeState): a lower-priority
+// slot lifts the result only to a higher category (bool < int < float <
+// complex); a complex one makes a float result complex.
 DType combine_categories(std::optional<DType> higher, std::optional<DType> lower) {
   if (!higher) return lower.value_or(DType::F32);
-  if (is_float(*higher)) return *higher;
-  if (*higher == DType::Pred || (lower && is_float(*lower)))
+  if (is_complex(*higher)) return *higher;
+  if (is_float(*higher)) return lower && is_complex(*lower) ? hlo::complex_dtype(*higher) : *higher;
+  if (*higher == DType::Pred || (lower && (is_float(*lower) || is_complex(*lower))))
     return lower ? promote_types(*higher, *lower) : *higher;
   return *higher;
 }
@@ -51,9 +62,11 @@ DType promote(const std::vector<const Arg*>& args) {
   for (const Arg* a : args) {
     if (!a || a->is_none()) continue;
     if (a->kind == Arg::Kind::Scalar || (a->is_tensor() && a->wrapped)) {
-      // Python floats take the default dtype (float32), ints int64, bools bool.
+      // Python floats take the default dtype (float32), complex numbers
+      // complex64, ints int64, bools bool.
       DType t = a->kind == Arg::Kind::Scalar ? a->scalar_kind : a->tensor.dtype();
       if (is_float(t)) t = DType::F32;
+      if (is_complex(t)) t = DType::C64;
       update(wrapped, t);
     } else if (a->is_tensor()) {
       update(a->tensor.rank() == 0 ? zero : dim, a->tensor.dtype());

@@ -46,6 +46,7 @@ struct HostArg {
   DType scalar_kind = DType::F64;
   int64_t i = 0;
   double d = 0.0;
+  double imag = 0.0;  // a complex Scalar (scalar_kind C128): its imaginary part; d is its real part
   bool b = false;
   std::vector<int64_t> ints;
   std::vector<double> doubles;

@@ -134,9 +134,35 @@ Value write_view(Builder& b, Value storage, const View& v, Value value) {
   return b.reshape(b.scatter(f, idx, value, dn), storage_shape);
 }
 
+// XLA has no bitcast to or from complex types: a complex element is its
+// real part followed by its imaginary part, so its bytes are read as a
+// [n, 2] array of its part type (and assembled back from one).
+static Value complex_as_parts(Builder& b, Value storage) {
+  Value f = flat(b, storage);
+  const int64_t n = f.shape()[0];
+  Value parts = b.concatenate({b.reshape(b.real(f), {n, 1}), b.reshape(b.imag(f), {n, 1})}, 1);
+  return b.reshape(parts, {2 * n});
+}
+
+static Value complex_from_parts(Builder& b, Value parts) {
+  const int64_t n = parts.shape()[0] / 2;
+  Value pairs = b.reshape(parts, {n, 2});
+  Value re = b.reshape(b.slice(pairs, {0, 0}, {n, 1}), {n});
+  Value im = b.reshape(b.slice(pairs, {0, 1}, {n, 2}), {n});
+  return b.complex(re, im);
+}
+
 Value reinterpret_storage(Builder& b, Value storage, DType t) {
   const DType from = storage.dtype();
   if (from == t) return storage;
+  if (hlo::is_complex(from)) return reinterpret_storage(b, complex_as_parts(b, storage), t);
+  if (hlo::is_complex(t)) {
+    Value parts = flat(b, reinterpret_storage(b, storage, hlo::real_dtype(t)));
+    if (parts.shape()[0] % 2 != 0)
+      throw LoweringError("a storage of " + std::to_string(parts.shape()[0] * hlo::bit_width(parts.dtype()) / 8) +
+                          " bytes cannot be read as " + std::to_string(hlo::bit_width(t) / 8) + "-byte elements");
+    return complex_from_parts(b, parts);
+  }
   if (from == DType::Pred || t == DType::Pred) return b.convert(storage, t);
   const int wf = hlo::bit_width(from), wt = hlo::bit_width(t);
   if (wf == wt) return b.bitcast_convert(storage, t);
@@ -153,12 +179,21 @@ Value reinterpret_storage(Builder& b, Value storage, DType t) {
   return b.emit1("stablehlo.bitcast_convert", {b.reshape(f, {n / r, r})}, Type{t, {n / r}});
 }
 
+// The conjugate bit matters only for complex values (PyTorch never sets it
+// on others); the negative bit for any.
+static Value apply_math_bits(Builder& b, Value x, const View& v) {
+  if (v.conj && hlo::is_complex(x.dtype())) x = b.complex(b.real(x), b.neg(b.imag(x)));
+  if (v.neg) x = b.neg(x);
+  return x;
+}
+
 Value read_tensor(Builder& b, Value storage, DType t, const View& v) {
-  return read_view(b, reinterpret_storage(b, storage, t), v);
+  return apply_math_bits(b, read_view(b, reinterpret_storage(b, storage, t), v), v);
 }
 
 Value write_tensor(Builder& b, Value storage, DType t, const View& v, Value value) {
-  Value written = write_view(b, reinterpret_storage(b, storage, t), v, b.broadcast_to(b.convert(value, t), v.sizes));
+  Value stored = apply_math_bits(b, b.broadcast_to(b.convert(value, t), v.sizes), v);
+  Value written = write_view(b, reinterpret_storage(b, storage, t), v, stored);
   return b.reshape(reinterpret_storage(b, written, storage.dtype()), storage.shape());
 }
 

@@ -14,6 +14,11 @@ struct View {
   Shape sizes;
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  // PyTorch's lazy math bits (Tensor.is_conj(), is_neg()): the tensor is the
+  // conjugate / negation of what its storage holds. read_tensor applies them;
+  // write_tensor applies them to the value before storing (both involutions).
+  bool conj = false;
+  bool neg = false;
   int64_t numel() const;
   bool contiguous() const;  // row-major dense (size-1 dims' strides ignored)
 };
@@ -35,7 +40,7 @@ Value write_view(Builder& b, Value storage, const View& v, Value value);
 Value reinterpret_storage(Builder& b, Value storage, DType t);
 
 // A tensor of dtype `t` seen through `v` in `storage` (of any dtype: a view
-// of another dtype's bytes reads them reinterpreted).
+// of another dtype's bytes reads them reinterpreted), v's math bits applied.
 Value read_tensor(Builder& b, Value storage, DType t, const View& v);
 // The storage after writing `value` (converted to `t`, broadcast to v.sizes)
 // through the view: an in-place op's write-back. It keeps storage's dtype

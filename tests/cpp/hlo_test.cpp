@@ -177,6 +177,19 @@ int main() {
     auto r = run_f32(b, {{0, 1}}, {{2}});
     CHECK(std::fabs(r[0]) < 1e-6 && std::fabs(r[1] - 0.8427008f) < 1e-5);
   });
+  run_test("complex: assemble, multiply, magnitude, parts", [] {
+    Builder b;
+    Value re = b.param(Type{DType::F32, {2}});
+    Value im = b.param(Type{DType::F32, {2}});
+    Value z = b.complex(re, im);
+    CHECK(z.type.str() == "tensor<2xcomplex<f32>>");
+    Value sq = b.mul(z, z);                        // |z^2| = |z|^2
+    Value mag = b.abs(sq);
+    CHECK(mag.dtype() == DType::F32);
+    Value back = b.add(b.real(z), b.imag(b.convert(b.constant(2, DType::F32, {2}), DType::C64)));
+    b.set_results({b.add(mag, back)});             // imag of a real-made complex is 0
+    CHECK(near(run_f32(b, {{3, 0}, {4, 1}}, {{2}, {2}}), {28, 1}));
+  });
   run_test("empty and 0-d types print", [] {
     CHECK(Type{DType::F32, {}}.str() == "tensor<f32>");
     CHECK(Type{DType::BF16, {0, 3}}.str() == "tensor<0x3xbf16>");

@@ -27,7 +27,7 @@ class Result:
 # The dtypes a program's values may have.
 _DTYPES = frozenset({
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-    torch.float64, torch.bool, torch.bfloat16,
+    torch.float64, torch.bool, torch.bfloat16, torch.complex64, torch.complex128,
 })
 
 _graph_rules = None

@@ -121,9 +121,17 @@ Value inf_like(Builder& b, Value x, bool negative) {
 }
 
 TT_RULE({"aten::isnan"}, [](Builder& b, const Args& a, const Context& c) {
+  Value z = a[0].value();
+  if (hlo::is_complex(z.dtype()))  // either part NaN
+    return Values{b.or_(b.compare(b.real(z), b.real(z), Cmp::NE), b.compare(b.imag(z), b.imag(z), Cmp::NE))};
   return float_class(b, a, c, [](Builder& b, Value x) { return b.compare(x, x, Cmp::NE); });
 });
 TT_RULE({"aten::isinf"}, [](Builder& b, const Args& a, const Context& c) {
+  Value z = a[0].value();
+  if (hlo::is_complex(z.dtype())) {  // either part infinite
+    Value re = b.abs(b.real(z)), im = b.abs(b.imag(z)), inf = inf_like(b, re, false);
+    return Values{b.or_(b.compare(re, inf, Cmp::EQ), b.compare(im, inf, Cmp::EQ))};
+  }
   return float_class(b, a, c, [](Builder& b, Value x) { return b.compare(b.abs(x), inf_like(b, x, false), Cmp::EQ); });
 });
 TT_RULE({"aten::isposinf"}, [](Builder& b, const Args& a, const Context& c) {

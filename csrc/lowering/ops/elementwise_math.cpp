@@ -83,6 +83,9 @@ TT_RULE({"aten::erfc"}, [](Builder& b, const Args& a, const Context& c) {
 
 // angle of a real number: pi for negatives, 0 otherwise, NaN kept.
 TT_RULE({"aten::angle"}, [](Builder& b, const Args& a, const Context& c) {
+  Value z = a[0].value();
+  if (hlo::is_complex(z.dtype()))  // atan2(imag, real), a real result
+    return Values{b.convert(b.binary("stablehlo.atan2", b.imag(z), b.real(z)), c.out().dtype)};
   return float1(b, a, c, [](Builder& b, Value x) {
     Value r = b.select(b.compare(x, cst(b, x, 0), Cmp::LT), cst(b, x, kPi), cst(b, x, 0));
     return b.select(is_nan(b, x), x, r);

@@ -61,9 +61,12 @@ TT_RULE({"aten::bmm"}, [](Builder& b, const Args& a, const Context& c) {
 });
 TT_PADDING({"aten::bmm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
 
+// vdot conjugates its first argument (a no-op for real types).
 TT_RULE({"aten::dot", "aten::vdot"}, [](Builder& b, const Args& a, const Context& c) {
   DType acc = compute_dtype(c.out().dtype);
-  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {0}, {0}, acc)};
+  Value x = a[0].value();
+  if (c.op == "aten::vdot" && hlo::is_complex(x.dtype())) x = b.complex(b.real(x), b.neg(b.imag(x)));
+  return Values{product(b, x, a[1].value(), {}, {}, {0}, {0}, acc)};
 });
 
 TT_RULE({"aten::mv"}, [](Builder& b, const Args& a, const Context& c) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include "lowering/helpers.h"
 
@@ -69,7 +70,7 @@ TT_RULE({"aten::mean", "aten::mean.dim"}, [](Builder& b, const Args& a, const Co
   Arg all;
   auto dims = a.size() > 2 ? dims_for(a[1], x, c.out()) : reduction_dims(all, x.rank());
   DType acc = acc_dtype(c.out().dtype);
-  if (!hlo::is_float(acc)) throw LoweringError("mean of a non-float result type");
+  if (!hlo::is_float(acc) && !hlo::is_complex(acc)) throw LoweringError("mean of a non-float result type");
   Value s = reduce_sum(b, b.convert(x, acc), dims);
   s = b.div(s, full_like(b, s, static_cast<double>(count_of(x, dims))));
   return Values{b.reshape(s, c.out().shape)};
@@ -194,7 +195,16 @@ Values var_std(Builder& b, const Args& a, const Context& c, bool sqrt, bool with
   auto dims = dims_for(a[1], x, c.out());
   DType acc = acc_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("var/std of a non-float result type");
-  auto [var, mean] = var_mean(b, x, dims, a[2], acc);
+  Value var, mean;
+  if (hlo::is_complex(x.dtype())) {
+    // E|z - mean|^2 = var(real) + var(imag); the mean stays complex.
+    auto [vr, mr] = var_mean(b, b.real(x), dims, a[2], acc);
+    auto [vi, mi] = var_mean(b, b.imag(x), dims, a[2], acc);
+    var = b.add(vr, vi);
+    mean = b.complex(mr, mi);
+  } else {
+    std::tie(var, mean) = var_mean(b, x, dims, a[2], acc);
+  }
   if (sqrt) var = b.sqrt(var);
   Values r{b.reshape(var, c.out(0).shape)};
   if (with_mean) r.push_back(b.reshape(mean, c.out(1).shape));
@@ -216,6 +226,7 @@ TT_RULE({"aten::linalg_vector_norm"}, [](Builder& b, const Args& a, const Contex
   auto dims = dims_for(a[2], x, c.out());
   DType acc = acc_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("linalg_vector_norm of a non-float result type");
+  if (hlo::is_complex(x.dtype())) x = b.abs(x);  // the norm of the magnitudes
   x = b.convert(x, acc);
   Value ax = b.abs(x);
   Value r;

@@ -5,6 +5,7 @@
 // clamp (all overloads), lerp, addcmul/addcdiv, xlogy, logaddexp; logit and
 // logit_backward, frexp.
 // f16/bf16 compute in f32 and convert back, as PyTorch's CPU kernels do.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,10 +23,22 @@ DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 
 
 Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
 
+// The functions of this table that XLA computes for complex numbers too
+// (the rest raise for a complex result, as they would on XLA).
+bool complex_unary(const std::string& op) {
+  static const std::vector<std::string> ops = {
+      "aten::exp", "aten::expm1", "aten::log", "aten::log2", "aten::log10", "aten::log1p", "aten::sqrt",
+      "aten::rsqrt", "aten::reciprocal", "aten::sin", "aten::cos", "aten::tan", "aten::tanh",
+      "aten::sigmoid", "aten::sinh", "aten::cosh"};
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
 // A floating-point function of one tensor: integer and bool inputs compute in
 // the result's float type (PyTorch's int -> float32 promotion).
 Values float_unary(Builder& b, const Args& a, const Context& c, const UnaryFn& f) {
   const Type& out = c.out();
+  if (hlo::is_complex(out.dtype) && complex_unary(c.op))
+    return {f(b, cast_to(b, a[0].value(), out.dtype, out.shape))};
   if (!is_float(out.dtype)) throw LoweringError(c.op + ": unsupported result type " + hlo::mlir_name(out.dtype));
   DType ct = upcast(out.dtype);
   Value x = cast_to(b, a[0].value(), ct, out.shape);
@@ -139,14 +152,23 @@ TT_RULE({"aten::neg"}, [](Builder& b, const Args& a, const Context& c) {
 });
 
 TT_RULE({"aten::abs"}, [](Builder& b, const Args& a, const Context& c) {
+  if (hlo::is_complex(a[0].value().dtype()))  // |z|, a real result
+    return Values{b.convert(b.abs(b.broadcast_to(a[0].value(), c.out().shape)), c.out().dtype)};
   Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
   if (x.dtype() == DType::Pred || hlo::is_unsigned(x.dtype())) return Values{x};
   return Values{b.abs(x)};
 });
 
-// sign: (0 < x) - (x < 0); NaN gives 0 as on PyTorch's CPU.
+// sign: (0 < x) - (x < 0); NaN gives 0 as on PyTorch's CPU. sgn of a
+// complex z is z / |z|, and 0 for 0.
 TT_RULE({"aten::sign", "aten::sgn"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = cast_to(b, a[0].value(), c.out().dtype, c.out().shape);
+  if (hlo::is_complex(x.dtype())) {
+    Value mag = b.abs(x);
+    Value zero = b.constant(0, mag.dtype(), mag.shape());
+    Value unit = b.div(x, b.convert(mag, x.dtype()));
+    return Values{b.select(b.compare(mag, zero, Cmp::EQ), cst(b, x, 0), unit)};
+  }
   if (x.dtype() == DType::Pred) return Values{x};
   Value zero = cst(b, x, 0);
   Value pos = b.select(b.compare(x, zero, Cmp::GT), cst(b, x, 1), zero);
@@ -385,7 +407,8 @@ TT_RULE({"aten::lerp.Scalar", "aten::lerp.Tensor"}, [](Builder& b, const Args& a
   Value e = cast_to(b, a[1].value(), ct, out.shape);
   Value w = cast_to(b, a[2].value(), ct, out.shape);
   Value diff = b.sub(e, s);
-  Value small = b.compare(b.abs(w), cst(b, w, 0.5), Cmp::LT);
+  Value mag = b.abs(w);  // real for a complex weight
+  Value small = b.compare(mag, cst(b, mag, 0.5), Cmp::LT);
   Value r = b.select(small, b.add(s, b.mul(w, diff)), b.sub(e, b.mul(diff, b.sub(cst(b, w, 1.0), w))));
   return Values{b.convert(r, out.dtype)};
 });
