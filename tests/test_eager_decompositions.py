@@ -157,14 +157,27 @@ def test_a_declined_rule_tries_the_decomposition():
     assert torch_tpu.decomposed_ops().get("aten::logspace", 0) >= 1
 
 
+def _identity_backward(ctx, grad):
+    return ops.double_it(grad)  # decomposed on tpu
+
+
+_lib.define("identity_doubling_grad(Tensor x) -> Tensor")
+_lib.impl("identity_doubling_grad", lambda x: x.clone(), "CPU")
+_lib.impl("identity_doubling_grad", lambda x: x.clone(), "PrivateUse1")
+_lib.impl("identity_doubling_grad", torch.empty_like, "Meta")
+torch.library.register_autograd("tt_decomp_test::identity_doubling_grad", _identity_backward)
+
+
 def test_autograd_through_a_decomposed_backward():
     x = torch.randn(7, 3)
     xc, xt = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
-    g = torch.randn(3, 3, 3)
-    xc.unfold(0, 3, 2).backward(g)
-    xt.unfold(0, 3, 2).backward(g.to("tpu"))
+    g = torch.randn(7, 3)
+    torch_tpu.reset_decomposed_ops()
+    ops.identity_doubling_grad(xc).backward(g)
+    ops.identity_doubling_grad(xt).backward(g.to("tpu"))
     torch.testing.assert_close(xt.grad.cpu(), xc.grad)
-    assert "aten::unfold_backward" in torch_tpu.decomposed_ops()
+    torch.testing.assert_close(xc.grad, g * 2)
+    assert "tt_decomp_test::double_it" in torch_tpu.decomposed_ops()
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused"])
