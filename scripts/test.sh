@@ -5,6 +5,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 VENV=${TORCH_TPU_VENV:-.venv}
-"$VENV/bin/python" -m pytest tests -q -p no:cacheprovider ${TORCH_TPU_TEST_ARGS:-} 2>&1 | tee /tmp/torch_tpu_pytest.log
+"$VENV/bin/python" -m pytest tests -q -p no:cacheprovider --durations=15 ${TORCH_TPU_TEST_ARGS:-} 2>&1 | tee /tmp/torch_tpu_pytest.log
 rc=${PIPESTATUS[0]}
 exit $rc
