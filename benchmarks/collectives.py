@@ -21,12 +21,14 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine_info import machine  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -160,17 +162,6 @@ def table(n, rows):
 def busbw(op, size, seconds, n):
     """NCCL-tests bus bandwidth in GB/s (1e9 bytes/s; the table shows MB/s)."""
     return size / seconds * bus_factor(op, n) / 1e9
-
-
-def machine():
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu": model or platform.processor(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}
 
 
 def main():

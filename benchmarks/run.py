@@ -15,7 +15,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from machine_info import machine  # noqa: E402
 from report import chart, print_tables  # noqa: E402
 from workloads import NAMES as WORKLOADS  # noqa: E402
 
@@ -73,17 +73,6 @@ def bench(engine, workload, args):
         return cold
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
-
-
-def machine():
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu": model or platform.processor(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}
 
 
 def split(s, allowed, what):
