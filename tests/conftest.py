@@ -40,3 +40,17 @@ def allow_fallback():
     torch_tpu.set_fallback_mode("silent")
     yield
     torch_tpu.set_fallback_mode("error")
+
+
+# Under pytest-xdist (scripts/test.sh runs two workers), tests that start
+# several processes of their own or time wall clock run one after another on
+# one worker, so that they never compete with each other for the cores.
+_ONE_AT_A_TIME = ("test_dist_", "test_benchmarks.py", "test_exit_after_backward.py",
+                  "test_persistent_cache.py", "test_dataloader_workers.py",
+                  "test_streams_events.py", "test_non_blocking.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if os.path.basename(str(item.fspath)).startswith(_ONE_AT_A_TIME):
+            item.add_marker(pytest.mark.xdist_group("one_at_a_time"))
