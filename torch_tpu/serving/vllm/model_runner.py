@@ -1,0 +1,106 @@
+"""vLLM model runner on tpu: vLLM's GPU model runner with the model, the KV
+cache and the step's device tensors on tpu. What differs from a GPU: no CUDA
+streams, events or graphs, host sync by ``torch.tpu.synchronize`` and KV block
+zeroing with plain tensor ops."""
+
+from contextlib import contextmanager
+
+import torch
+import torch.nn as nn
+from vllm.logger import init_logger
+from vllm.model_executor.model_loader import get_model
+from vllm.v1.kv_cache_interface import AttentionSpec
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+logger = init_logger(__name__)
+
+
+class _NoEvent:
+    """Stands in for a CUDA event: tpu steps are ordered on one queue."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def record(self, *args, **kwargs):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def wait(self, *args, **kwargs):
+        pass
+
+
+class _NoStream:
+    """Stands in for a side CUDA stream."""
+
+    def __init__(self, *args, **kwargs):
+        self.device = torch.device("tpu")
+
+    def wait_stream(self, *args, **kwargs):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+@contextmanager
+def _without_cuda_streams():
+    """vLLM's runner creates CUDA events and streams while it is built."""
+    saved = torch.Event, torch.cuda.Event, torch.cuda.Stream
+    torch.Event, torch.cuda.Event, torch.cuda.Stream = _NoEvent, _NoEvent, _NoStream
+    try:
+        yield
+    finally:
+        torch.Event, torch.cuda.Event, torch.cuda.Stream = saved
+
+
+class TpuModelRunner(GPUModelRunner):
+    def __init__(self, vllm_config, device: torch.device):
+        if device.type != "tpu":
+            raise ValueError(f"TpuModelRunner runs on device tpu, not {device}")
+        with _without_cuda_streams():
+            super().__init__(vllm_config, device)
+        self.use_cuda_graph = False
+
+    def load_model(self, load_dummy_weights: bool = False) -> None:
+        if load_dummy_weights:
+            raise ValueError("dummy weights (elastic EP scale-up) are not supported on tpu")
+        logger.info("Loading model %s onto %s", self.model_config.model, self.device)
+        self.model = get_model(vllm_config=self.vllm_config)
+        self.model_memory_usage = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        if self.lora_config:
+            self.model = self.load_lora_model(self.model, self.vllm_config, self.device)
+
+    def get_model(self) -> nn.Module:
+        return self.model
+
+    def _sync_device(self) -> None:
+        torch.tpu.synchronize()
+
+    def _to_list(self, sampled_token_ids: torch.Tensor) -> list[list[int]]:
+        return sampled_token_ids.tolist()
+
+    def _init_kv_zero_meta(self) -> None:
+        """Blocks are zeroed by ``_zero_block_ids`` with tensor ops; nothing to precompute."""
+
+    def _zero_block_ids(self, block_ids: list[int]) -> None:
+        """Zero newly allocated KV blocks: attention multiplies masked-out
+        slots by zero, which would keep a NaN left in a reused block."""
+        if not block_ids:
+            return
+        seen = set()
+        for group in self.kv_cache_config.kv_cache_groups:
+            if not isinstance(group.kv_cache_spec, AttentionSpec):
+                continue
+            for name in group.layer_names:
+                layer = self.compilation_config.static_forward_context.get(name)
+                kv = getattr(layer, "kv_cache", None)
+                if not isinstance(kv, torch.Tensor) or kv.numel() == 0:
+                    continue
+                key = (kv.untyped_storage().data_ptr(), kv.storage_offset())
+                if key in seen:
+                    continue
+                seen.add(key)
+                ids = torch.tensor(block_ids, dtype=torch.int64).to(kv.device)
+                kv.index_fill_(0, ids, 0)

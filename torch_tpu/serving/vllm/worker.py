@@ -1,0 +1,68 @@
+"""vLLM worker on one tpu device: sets the device up, sizes the KV cache and
+builds ``TpuModelRunner``. Everything else (executing steps, the KV cache
+life cycle) is vLLM's ``Worker``."""
+
+from contextlib import nullcontext
+
+import torch
+from vllm.logger import init_logger
+from vllm.platforms import current_platform
+from vllm.utils.torch_utils import set_random_seed
+from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
+from vllm.v1.worker.worker_base import CompilationTimes
+
+from .model_runner import TpuModelRunner
+
+logger = init_logger(__name__)
+
+
+class TpuWorker(Worker):
+    def init_device(self):
+        self.device = torch.device("tpu", self.local_rank)
+        current_platform.set_device(self.device)
+        current_platform.check_if_supports_dtype(self.model_config.dtype)
+        init_worker_distributed_environment(
+            self.vllm_config,
+            self.rank,
+            self.distributed_init_method,
+            self.local_rank,
+            current_platform.dist_backend,
+        )
+        set_random_seed(self.model_config.seed)
+        self._init_workspace_and_model_runner()
+
+    def _make_model_runner(self) -> TpuModelRunner:
+        return TpuModelRunner(self.vllm_config, self.device)
+
+    def determine_available_memory(self) -> int:
+        """Bytes for the KV cache: ``kv_cache_memory_bytes`` when given, else
+        ``gpu_memory_utilization`` of the device's memory less what is in use."""
+        explicit = self.cache_config.kv_cache_memory_bytes
+        if explicit:
+            return int(explicit)
+        free, total = torch.tpu.mem_get_info(self.device)
+        used = total - free
+        budget = int(total * self.cache_config.gpu_memory_utilization) - used
+        if budget <= 0:
+            raise ValueError(
+                f"no tpu memory left for the KV cache: {used} of {total} bytes are in use and "
+                f"gpu_memory_utilization is {self.cache_config.gpu_memory_utilization}; raise it "
+                "or pass kv_cache_memory_bytes"
+            )
+        return budget
+
+    def compile_or_warm_up_model(self) -> CompilationTimes:
+        """Nothing to warm in eager mode: torch_tpu compiles each op's program
+        on first use and keeps it in its cache."""
+        set_random_seed(self.model_config.seed)
+        return CompilationTimes(language_model=0.0, encoder=0.0)
+
+    def _maybe_get_memory_pool_context(self, tag: str):
+        # No sleep mode, hence no separate memory pools.
+        return nullcontext()
+
+    def sleep(self, level: int = 1) -> None:
+        raise NotImplementedError("sleep mode is not supported on tpu")
+
+    def wake_up(self, tags=None) -> None:
+        raise NotImplementedError("sleep mode is not supported on tpu")
