@@ -1,0 +1,148 @@
+"""vLLM's V1 engine serving on tpu through torch_tpu's platform plugin
+(torch_tpu/serving/vllm), against HF transformers on the CPU.
+
+The model is a small random Llama (fixed seed) with a BPE tokenizer trained
+here; nothing comes from a hub. vLLM runs in a subprocess (its engine core is
+a process of its own), started from "/" so that the installed torch_tpu is the
+one imported, with TORCH_TPU_FALLBACK=error: an op of the model path that
+falls back to the CPU fails the test.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is None,
+    reason="vLLM is not installed: run `bash scripts/setup.sh --serving`",
+)
+
+PROMPTS = [
+    "the quick brown fox",
+    "hello",
+    "a tiny llama serves tokens on a tpu and the lazy dog jumps over the quick brown fox",
+    "hello world from vllm and torch",
+]
+MAX_TOKENS = 10
+
+
+def _build_model(path):
+    """Random Llama (head_dim 32, grouped KV heads) and an offline BPE tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    corpus = [
+        "the quick brown fox jumps over the lazy dog",
+        "a tiny llama serves tokens on a tpu",
+        "hello world from vllm and torch",
+    ] * 20
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<unk>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    fast.save_pretrained(path)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=256,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    model = LlamaForCausalLM(config).eval()
+    model.save_pretrained(path)
+    return fast, model
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    path = tmp_path_factory.mktemp("llama")
+    tok, model = _build_model(str(path))
+    expected = []
+    for prompt in PROMPTS:
+        ids = tok(prompt, return_tensors="pt").input_ids
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=MAX_TOKENS, min_new_tokens=MAX_TOKENS, do_sample=False)
+        expected.append((ids[0].tolist(), out[0, ids.shape[1]:].tolist()))
+    return str(path), expected
+
+
+# Runs in a fresh interpreter; prints one JSON line that starts with RESULT.
+_GENERATE = textwrap.dedent(
+    """
+    import json, sys
+
+    def main():
+        from vllm import LLM, SamplingParams
+        from vllm.platforms import current_platform
+
+        llm = LLM(model=sys.argv[1], dtype="float32", max_model_len=128, max_num_seqs=4,
+                  # 16 tokens a step: the long prompt is prefilled in chunks.
+                  max_num_batched_tokens=16, kv_cache_memory_bytes=1 << 22, seed=0)
+        prompts = json.loads(sys.argv[2])
+        greedy = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True)
+        first = llm.generate(prompts, greedy, use_tqdm=False)
+        # The same prompts again: their blocks now come from the prefix cache.
+        again = llm.generate(prompts, greedy, use_tqdm=False)
+        seeded = SamplingParams(temperature=0.8, top_k=20, top_p=0.9, seed=7, max_tokens=6, ignore_eos=True)
+        s1 = llm.generate(prompts[:2], seeded, use_tqdm=False)
+        s2 = llm.generate(prompts[:2], seeded, use_tqdm=False)
+        print("RESULT " + json.dumps({
+            "platform": type(current_platform).__name__,
+            "device": str(llm.llm_engine.vllm_config.device_config.device),
+            "prompt_ids": [o.prompt_token_ids for o in first],
+            "tokens": [list(o.outputs[0].token_ids) for o in first],
+            "again": [list(o.outputs[0].token_ids) for o in again],
+            "seeded": [list(o.outputs[0].token_ids) for o in s1],
+            "seeded_again": [list(o.outputs[0].token_ids) for o in s2],
+        }), flush=True)
+
+    if __name__ == "__main__":
+        main()
+    """
+)
+
+
+def _run_vllm(tmp_path, script, *args, timeout=600):
+    path = tmp_path / "run_vllm.py"
+    path.write_text(script)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TORCH_TPU_FALLBACK="error",
+               VLLM_NO_USAGE_STATS="1", VLLM_LOGGING_LEVEL="WARNING")
+    proc = subprocess.run([sys.executable, str(path), *args], cwd="/", env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, f"vLLM failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_generate_matches_hf_greedy(llama, tmp_path):
+    path, expected = llama
+    got = _run_vllm(tmp_path, _GENERATE, path, json.dumps(PROMPTS), str(MAX_TOKENS))
+    assert got["platform"] == "TpuPlatform"
+    assert got["device"].startswith("tpu")
+    assert got["prompt_ids"] == [ids for ids, _ in expected]
+    assert got["tokens"] == [tokens for _, tokens in expected]
+    assert got["again"] == got["tokens"]
+    assert got["seeded"] == got["seeded_again"]
+    assert all(len(t) == 6 for t in got["seeded"])
+
+
+def test_skip_reason_names_the_setup_option():
+    assert "scripts/setup.sh --serving" in pytestmark.kwargs["reason"]
