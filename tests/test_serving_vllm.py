@@ -30,6 +30,11 @@ PROMPTS = [
     "hello world from vllm and torch",
 ]
 MAX_TOKENS = 10
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+CHAT = [{"role": "user", "content": "hello world"}]
 
 
 def _build_model(path):
@@ -42,16 +47,15 @@ def _build_model(path):
         "a tiny llama serves tokens on a tpu",
         "hello world from vllm and torch",
     ] * 20
+    # Metaspace pieces are whole characters, so every token decodes to text
+    # on its own (no partial UTF-8 bytes) and texts compare exactly.
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<unk>", "<s>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"])
     tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(path)
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -75,13 +79,22 @@ def _build_model(path):
 def llama(tmp_path_factory):
     path = tmp_path_factory.mktemp("llama")
     tok, model = _build_model(str(path))
+
+    def greedy(ids):
+        ids = torch.tensor([ids])
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_TOKENS,
+                                 min_new_tokens=MAX_TOKENS, do_sample=False)
+        return out[0, ids.shape[1]:].tolist()
+
     expected = []
     for prompt in PROMPTS:
-        ids = tok(prompt, return_tensors="pt").input_ids
-        with torch.no_grad():
-            out = model.generate(ids, max_new_tokens=MAX_TOKENS, min_new_tokens=MAX_TOKENS, do_sample=False)
-        expected.append((ids[0].tolist(), out[0, ids.shape[1]:].tolist()))
-    return str(path), expected
+        ids = tok(prompt).input_ids
+        expected.append((ids, greedy(ids)))
+    chat_ids = tok.apply_chat_template(CHAT, add_generation_prompt=True, tokenize=True, return_dict=False)
+    texts = [tok.decode(tokens, skip_special_tokens=True) for _, tokens in expected]
+    chat_text = tok.decode(greedy(list(chat_ids)), skip_special_tokens=True)
+    return str(path), expected, texts, chat_text
 
 
 # Runs in a fresh interpreter; prints one JSON line that starts with RESULT.
@@ -133,7 +146,7 @@ def _run_vllm(tmp_path, script, *args, timeout=600):
 
 
 def test_generate_matches_hf_greedy(llama, tmp_path):
-    path, expected = llama
+    path, expected, _, _ = llama
     got = _run_vllm(tmp_path, _GENERATE, path, json.dumps(PROMPTS), str(MAX_TOKENS))
     assert got["platform"] == "TpuPlatform"
     assert got["device"].startswith("tpu")
@@ -146,3 +159,88 @@ def test_generate_matches_hf_greedy(llama, tmp_path):
 
 def test_skip_reason_names_the_setup_option():
     assert "scripts/setup.sh --serving" in pytestmark.kwargs["reason"]
+
+
+def _post(url, body, stream=False):
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            if not stream:
+                return resp.status, json.loads(resp.read())
+            chunks = []
+            for line in resp:
+                line = line.decode().strip()
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    chunks.append(json.loads(line[len("data: "):]))
+            return resp.status, chunks
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_openai_server(llama):
+    """The OpenAI-compatible server, started the way vLLM documents it."""
+    import time
+    import urllib.request
+
+    path, expected, texts, chat_text = llama
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TORCH_TPU_FALLBACK="error",
+               VLLM_NO_USAGE_STATS="1")
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--host", "127.0.0.1",
+           "--port", str(port), "--dtype", "float32", "--max-model-len", "128", "--max-num-seqs", "4",
+           "--kv-cache-memory-bytes", str(1 << 22), "--seed", "0"]
+    server = subprocess.Popen(cmd, cwd="/", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 300
+        while True:
+            assert server.poll() is None, f"the server exited:\n{server.stdout.read()[-6000:]}"
+            assert time.time() < deadline, "the server did not start in 300 s"
+            try:
+                with urllib.request.urlopen(f"{base}/models", timeout=5) as resp:
+                    models = json.loads(resp.read())
+                break
+            except OSError:
+                time.sleep(2)
+        assert [m["id"] for m in models["data"]] == [path]
+
+        greedy = {"model": path, "max_tokens": MAX_TOKENS, "temperature": 0, "ignore_eos": True}
+        status, body = _post(f"{base}/completions", dict(greedy, prompt=PROMPTS, return_token_ids=True))
+        assert status == 200, body
+        choices = sorted(body["choices"], key=lambda c: c["index"])
+        assert [c["token_ids"] for c in choices] == [tokens for _, tokens in expected]
+        assert [c["text"] for c in choices] == texts
+
+        status, body = _post(f"{base}/chat/completions", dict(greedy, messages=CHAT))
+        assert status == 200, body
+        assert body["choices"][0]["message"]["content"] == chat_text
+        status, chunks = _post(f"{base}/chat/completions", dict(greedy, messages=CHAT, stream=True), stream=True)
+        assert status == 200
+        streamed = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+        assert streamed == chat_text and len(chunks) > 2
+
+        # Bad requests get vLLM's errors, and the server keeps serving.
+        status, body = _post(f"{base}/completions", dict(greedy, model="no-such-model", prompt="hello"))
+        assert status == 404 and body["error"]["type"] == "NotFoundError"
+        status, body = _post(f"{base}/completions", dict(greedy, prompt="hello", max_tokens=1000))
+        assert status == 400 and "max_model_len" in body["error"]["message"]
+        status, body = _post(f"{base}/completions", dict(greedy, prompt=PROMPTS[0], return_token_ids=True))
+        assert status == 200 and body["choices"][0]["token_ids"] == expected[0][1]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
