@@ -5,7 +5,9 @@ The model is a small random Llama (fixed seed) with a BPE tokenizer trained
 here; nothing comes from a hub. vLLM runs in a subprocess (its engine core is
 a process of its own), started from "/" so that the installed torch_tpu is the
 one imported, with TORCH_TPU_FALLBACK=error: an op of the model path that
-falls back to the CPU fails the test.
+falls back to the CPU fails the test. The Llama runs compiled (vLLM's piecewise
+graphs through torch_tpu's "tpu" backend, warmed per token bucket at start-up);
+the embedding model runs eagerly (--enforce-eager).
 """
 
 import contextlib
@@ -263,7 +265,9 @@ def test_embeddings_server_matches_sentence_transformers():
     path = str(minilm.get_model_path())
     sentences = ["the quick brown fox", "serving sentence embeddings on a tpu", "hi"]
     reference = SentenceTransformer(path, device="cpu").encode(sentences, convert_to_tensor=True).float()
-    with _server(path, "--runner", "pooling") as base:
+    # --enforce-eager: the eager path (each op its own program) is served here;
+    # the other tests run the compiled model.
+    with _server(path, "--runner", "pooling", "--enforce-eager") as base:
         status, body = _post(f"{base}/embeddings", {"model": path, "input": sentences})
         assert status == 200, body
         got = torch.tensor([d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])])

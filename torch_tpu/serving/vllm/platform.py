@@ -14,6 +14,7 @@ logger = init_logger(__name__)
 
 WORKER_CLASS = "torch_tpu.serving.vllm.worker.TpuWorker"
 ATTENTION_BACKEND_CLASS = "torch_tpu.serving.vllm.attention.TpuAttentionBackend"
+COMPILER_CLASS = "torch_tpu.serving.vllm.compiler.TpuCompiler"
 # Tokens per KV cache block when the user does not choose one.
 DEFAULT_BLOCK_SIZE = 16
 
@@ -49,6 +50,10 @@ class TpuPlatform(Platform):
         from .kernels import OVERRIDES
 
         register_kernels(OVERRIDES)
+
+    @classmethod
+    def get_compile_backend(cls) -> str:
+        return COMPILER_CLASS
 
     @classmethod
     def get_device_name(cls, device_id: int = 0) -> str:
@@ -113,16 +118,33 @@ class TpuPlatform(Platform):
         # before it schedules the next step.
         vllm_config.scheduler_config.async_scheduling = False
 
-        # No CUDA graphs; the model runs eagerly on tpu (each op an XLA
-        # program from torch_tpu's cache), vLLM's own compilation is off.
+        # No CUDA graphs. The model is compiled piecewise through TpuCompiler
+        # (one XLA program per piece and token bucket) unless the user asks for
+        # eager mode (enforce_eager, or TORCH_TPU_VLLM_COMPILE=0): then each op
+        # runs as its own cached XLA program.
         compilation_config = vllm_config.compilation_config
         compilation_config.cudagraph_mode = CUDAGraphMode.NONE
         compilation_config.cudagraph_capture_sizes = []
-        compilation_config.mode = CompilationMode.NONE
-
         model_config = vllm_config.model_config
-        if model_config is not None:
-            model_config.enforce_eager = True
+        eager = (model_config is not None and model_config.enforce_eager) or (
+            os.environ.get("TORCH_TPU_VLLM_COMPILE", "1") == "0"
+        )
+        if eager or compilation_config.mode == CompilationMode.NONE:
+            compilation_config.mode = CompilationMode.NONE
+            if model_config is not None:
+                model_config.enforce_eager = True
+        else:
+            compilation_config.mode = CompilationMode.VLLM_COMPILE
+            compilation_config.backend = COMPILER_CLASS
+            # One program per piece serves each token bucket (torch_tpu rounds
+            # the symbolic token count up); no per-size compiles.
+            if compilation_config.compile_sizes is None:
+                compilation_config.compile_sizes = []
+            # vLLM's fusion passes rewrite to CUDA kernels; none apply here.
+            pass_config = compilation_config.pass_config
+            for name in list(vars(pass_config)):
+                if name.startswith(("fuse_", "enable_")) and isinstance(getattr(pass_config, name), bool):
+                    setattr(pass_config, name, False)
 
         # Workers are started with spawn: a forked child would inherit the
         # parent's PJRT client.

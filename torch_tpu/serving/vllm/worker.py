@@ -5,6 +5,7 @@ life cycle) is vLLM's ``Worker``."""
 from contextlib import nullcontext
 
 import torch
+from vllm.config import CompilationMode
 from vllm.logger import init_logger
 from vllm.platforms import current_platform
 from vllm.utils.torch_utils import set_random_seed
@@ -52,10 +53,25 @@ class TpuWorker(Worker):
         return budget
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
-        """Nothing to warm in eager mode: torch_tpu compiles each op's program
-        on first use and keeps it in its cache."""
+        """Compiles the model's programs before the first request: one dummy
+        step per token bucket (max_num_batched_tokens and the powers of two
+        below it, as torch_tpu's shape buckets round). Eager mode has nothing to warm:
+        torch_tpu compiles each op's program on first use and caches it."""
+        if self.compilation_config.mode != CompilationMode.NONE and not self.model_config.enforce_eager:
+            max_tokens = self.scheduler_config.max_num_batched_tokens
+            sizes = [max_tokens]
+            while sizes[-1] > 1:
+                sizes.append(1 << ((sizes[-1] - 1).bit_length() - 1))
+            # Largest first: Dynamo traces the first call, and a trace at one
+            # token would specialise the graph on it.
+            for size in sizes:
+                self.model_runner._dummy_run(size, skip_eplb=True, remove_lora=False)
+            torch.tpu.synchronize()
         set_random_seed(self.model_config.seed)
-        return CompilationTimes(language_model=0.0, encoder=0.0)
+        return CompilationTimes(
+            language_model=self.compilation_config.compilation_time,
+            encoder=self.compilation_config.encoder_compilation_time,
+        )
 
     def _maybe_get_memory_pool_context(self, tag: str):
         # No sleep mode, hence no separate memory pools.
