@@ -96,10 +96,17 @@ def llama(tmp_path_factory):
     for prompt in PROMPTS:
         ids = tok(prompt).input_ids
         expected.append((ids, greedy(ids)))
+    # Log-probabilities of the greedy tokens, from one forward pass over each
+    # whole sequence.
+    logprobs = []
+    for ids, tokens in expected:
+        with torch.no_grad():
+            logits = model(torch.tensor([ids + tokens])).logits[0, len(ids) - 1 : -1]
+        logprobs.append(torch.log_softmax(logits.double(), -1).gather(1, torch.tensor(tokens)[:, None])[:, 0])
     chat_ids = tok.apply_chat_template(CHAT, add_generation_prompt=True, tokenize=True, return_dict=False)
     texts = [tok.decode(tokens, skip_special_tokens=True) for _, tokens in expected]
     chat_text = tok.decode(greedy(list(chat_ids)), skip_special_tokens=True)
-    return str(path), expected, texts, chat_text
+    return str(path), (expected, logprobs), texts, chat_text
 
 
 # Runs in a fresh interpreter; prints one JSON line that starts with RESULT.
@@ -115,7 +122,7 @@ _GENERATE = textwrap.dedent(
                   # 16 tokens a step: the long prompt is prefilled in chunks.
                   max_num_batched_tokens=16, kv_cache_memory_bytes=1 << 22, seed=0)
         prompts = json.loads(sys.argv[2])
-        greedy = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True)
+        greedy = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True, logprobs=0)
         first = llm.generate(prompts, greedy, use_tqdm=False)
         # The same prompts again: their blocks now come from the prefix cache.
         again = llm.generate(prompts, greedy, use_tqdm=False)
@@ -127,6 +134,8 @@ _GENERATE = textwrap.dedent(
             "device": str(llm.llm_engine.vllm_config.device_config.device),
             "prompt_ids": [o.prompt_token_ids for o in first],
             "tokens": [list(o.outputs[0].token_ids) for o in first],
+            "logprobs": [[step[t].logprob for t, step in zip(o.outputs[0].token_ids, o.outputs[0].logprobs)]
+                         for o in first],
             "again": [list(o.outputs[0].token_ids) for o in again],
             "seeded": [list(o.outputs[0].token_ids) for o in s1],
             "seeded_again": [list(o.outputs[0].token_ids) for o in s2],
@@ -151,19 +160,17 @@ def _run_vllm(tmp_path, script, *args, timeout=600):
 
 
 def test_generate_matches_hf_greedy(llama, tmp_path):
-    path, expected, _, _ = llama
+    path, (expected, logprobs), _, _ = llama
     got = _run_vllm(tmp_path, _GENERATE, path, json.dumps(PROMPTS), str(MAX_TOKENS))
     assert got["platform"] == "TpuPlatform"
     assert got["device"].startswith("tpu")
     assert got["prompt_ids"] == [ids for ids, _ in expected]
     assert got["tokens"] == [tokens for _, tokens in expected]
     assert got["again"] == got["tokens"]
+    for got_lp, want_lp in zip(got["logprobs"], logprobs):
+        torch.testing.assert_close(torch.tensor(got_lp, dtype=torch.float64), want_lp, atol=1e-4, rtol=1e-4)
     assert got["seeded"] == got["seeded_again"]
     assert all(len(t) == 6 for t in got["seeded"])
-
-
-def test_skip_reason_names_the_setup_option():
-    assert "scripts/setup.sh --serving" in pytestmark.kwargs["reason"]
 
 
 def _post(url, body, stream=False):
@@ -226,7 +233,7 @@ def _server(model, *args):
 
 
 def test_openai_server(llama):
-    path, expected, texts, chat_text = llama
+    path, (expected, _), texts, chat_text = llama
     with _server(path) as base:
         with urllib.request.urlopen(f"{base}/models", timeout=30) as resp:
             models = json.loads(resp.read())
