@@ -46,16 +46,27 @@ class TpuAttentionMetadata:
     mask: torch.Tensor
 
 
-def _host_layout(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_keys: int, causal: bool):
-    """Query packing and mask, computed on the host from the step's lengths."""
-    num_reqs = len(seq_lens)
-    query_lens = np.diff(query_start_loc)
-    max_query_len = int(query_lens.max()) if num_reqs else 0
+def _bucket(n: int) -> int:
+    """The next power of two >= n: padded sizes keep the programs few."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _host_layout(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_keys: int, causal: bool,
+                 num_reqs: int, max_query_len: int, num_tokens: int):
+    """Query packing and mask, computed on the host from the step's lengths,
+    padded to ``num_reqs`` requests of ``max_query_len`` queries; the
+    ``num_tokens`` packed tokens past the real ones (token padding) read row 0."""
+    real_reqs = len(seq_lens)
+    query_lens = np.zeros(num_reqs, dtype=np.int64)
+    query_lens[:real_reqs] = np.diff(query_start_loc)
+    seq_lens = np.concatenate([seq_lens, np.zeros(num_reqs - real_reqs, dtype=np.int64)])
     req_of_token = np.repeat(np.arange(num_reqs), query_lens)
-    offset_in_req = np.arange(int(query_start_loc[-1])) - query_start_loc[req_of_token]
-    token_rows = req_of_token * max_query_len + offset_in_req
+    real_tokens = len(req_of_token)
+    offset_in_req = np.arange(real_tokens) - query_start_loc[req_of_token]
+    token_rows = np.zeros(num_tokens, dtype=np.int64)
+    token_rows[:real_tokens] = req_of_token * max_query_len + offset_in_req
     query_rows = np.zeros(num_reqs * max_query_len, dtype=np.int64)
-    query_rows[token_rows] = np.arange(len(token_rows))
+    query_rows[token_rows[:real_tokens]] = np.arange(real_tokens)
     q = np.arange(max_query_len)[None, :, None]
     k = np.arange(num_keys)[None, None, :]
     if causal:
@@ -65,7 +76,7 @@ def _host_layout(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_keys: in
         mask = np.broadcast_to(k < query_lens[:, None, None], (num_reqs, max_query_len, num_keys))
     # Padding rows attend to key 0 so that their softmax stays finite.
     mask = mask | ((q >= query_lens[:, None, None]) & (k == 0))
-    return max_query_len, query_rows, token_rows.astype(np.int64), np.ascontiguousarray(mask)
+    return query_rows, token_rows, np.ascontiguousarray(mask)
 
 
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
@@ -76,24 +87,33 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata, fast_build: bool = False):
         m = common_attn_metadata
-        num_reqs = m.num_reqs
-        query_start_loc = m.query_start_loc_cpu[: num_reqs + 1].numpy().astype(np.int64)
-        seq_lens = m.seq_lens[:num_reqs].cpu().numpy().astype(np.int64)
+        real_reqs = m.num_reqs
+        query_start_loc = m.query_start_loc_cpu[: real_reqs + 1].numpy().astype(np.int64)
+        seq_lens = m.seq_lens[:real_reqs].cpu().numpy().astype(np.int64)
         causal = bool(m.causal) if not isinstance(m.causal, torch.Tensor) else True
+        table = m.block_table_tensor
+        # Requests, queries per request and key blocks are padded to buckets.
+        num_reqs = _bucket(real_reqs)
+        max_query_len = _bucket(int(np.diff(query_start_loc).max()) if real_reqs else 1)
         if self.encoder_only or not causal:
             num_blocks = 0
-            num_keys = int(np.diff(query_start_loc).max()) if num_reqs else 0
+            num_keys = max_query_len
             causal = False
         else:
-            num_blocks = -(-int(seq_lens.max()) // self.block_size) if num_reqs else 0
+            needed = -(-int(seq_lens.max()) // self.block_size) if real_reqs else 1
+            num_blocks = min(_bucket(needed), max(table.shape[1], needed))
             num_keys = num_blocks * self.block_size
-        max_query_len, query_rows, token_rows, mask = _host_layout(query_start_loc, seq_lens, num_keys, causal)
+        table = table[:, :num_blocks]
+        if table.shape[0] < num_reqs:  # padding requests read the null block
+            table = torch.nn.functional.pad(table, (0, 0, 0, num_reqs - table.shape[0]))
+        query_rows, token_rows, mask = _host_layout(
+            query_start_loc, seq_lens, num_keys, causal, num_reqs, max_query_len, m.num_actual_tokens)
         device = m.slot_mapping.device
         return TpuAttentionMetadata(
             num_actual_tokens=m.num_actual_tokens,
             num_reqs=num_reqs,
             max_query_len=max_query_len,
-            block_table=m.block_table_tensor[:num_reqs, :num_blocks],
+            block_table=table[:num_reqs],
             slot_mapping=m.slot_mapping,
             query_rows=torch.from_numpy(query_rows).to(device),
             token_rows=torch.from_numpy(token_rows).to(device),

@@ -3,6 +3,7 @@ cache and the step's device tensors on tpu. What differs from a GPU: no CUDA
 streams, events or graphs, host sync by ``torch.tpu.synchronize`` and KV block
 zeroing with plain tensor ops."""
 
+import dataclasses
 from contextlib import contextmanager
 
 import torch
@@ -55,6 +56,11 @@ def _without_cuda_streams():
         torch.Event, torch.cuda.Event, torch.cuda.Stream = saved
 
 
+def token_bucket(n: int) -> int:
+    """The next power of two >= n (torch_tpu's default shape buckets)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device: torch.device):
         if device.type != "tpu":
@@ -62,6 +68,18 @@ class TpuModelRunner(GPUModelRunner):
         with _without_cuda_streams():
             super().__init__(vllm_config, device)
         self.use_cuda_graph = False
+
+    def _determine_batch_execution_and_padding(self, num_tokens, *args, **kwargs):
+        """Pads the step's token count to its bucket (the next power of two,
+        at most max_num_batched_tokens), so that a step's programs are the
+        warmed ones; padding tokens write to the null KV block and are not
+        sampled."""
+        mode, desc, *rest = super()._determine_batch_execution_and_padding(num_tokens, *args, **kwargs)
+        if self.vllm_config.parallel_config.data_parallel_size == 1:
+            limit = self.scheduler_config.max_num_batched_tokens
+            padded = min(token_bucket(desc.num_tokens), max(limit, desc.num_tokens))
+            desc = dataclasses.replace(desc, num_tokens=padded)
+        return (mode, desc, *rest)
 
     def load_model(self, load_dummy_weights: bool = False) -> None:
         if load_dummy_weights:
