@@ -23,13 +23,21 @@ mesh = init_device_mesh("tpu", (world,))
 DIM, STEPS, SAVE_AT = 8, 5, 2
 
 
-def build(seed):
+def build(seed, meta=False):
+    """The sharded model and its optimizer. `meta`: built on the meta device,
+    sharded, then materialised on tpu and initialised (as TorchTitan does)."""
     torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(DIM, 3 * DIM), torch.nn.LayerNorm(3 * DIM), torch.nn.GELU(),
-                                torch.nn.Linear(3 * DIM, DIM))
+    with torch.device("meta" if meta else "cpu"):
+        model = torch.nn.Sequential(torch.nn.Linear(DIM, 3 * DIM), torch.nn.LayerNorm(3 * DIM), torch.nn.GELU(),
+                                    torch.nn.Linear(3 * DIM, DIM))
     for layer in (model[0], model[3]):
         fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
+    if meta:
+        model.to_empty(device="tpu")
+        for layer in (model[0], model[1], model[3]):
+            layer.reset_parameters()
+        assert all(p.device.type == "tpu" for p in model.parameters())
     return model, torch.optim.AdamW(model.parameters(), lr=1e-2)
 
 
@@ -67,8 +75,9 @@ dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=folder)
 saved_params = full_params(model)
 del model, opt, model_sd, optim_sd
 
-# A fresh model (other initial values, no optimizer state) loads and resumes.
-model, opt = build(1)
+# A fresh model (built on the meta device, other initial values, no
+# optimizer state) loads and resumes.
+model, opt = build(1, meta=True)
 assert not all(torch.equal(a, b) for a, b in zip(full_params(model), saved_params))
 model_sd, optim_sd = get_state_dict(model, opt)
 state = {"model": model_sd, "optim": optim_sd}
