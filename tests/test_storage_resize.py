@@ -66,3 +66,19 @@ def test_set_data_refuses_other_layouts():
     p = torch.zeros(2, 2, device="tpu")
     with pytest.raises(RuntimeError, match="incompatible tensor type"):
         p.data = torch.zeros(2, 2).to_sparse()
+
+
+def test_module_to_tpu_keeps_parameters_and_ties():
+    # Module._apply sets `param.data` when the shallow-copy check allows it,
+    # so Parameters keep their identity (an optimizer built before .to()
+    # still holds them) and tied weights stay tied, as with CUDA.
+    emb = torch.nn.Embedding(5, 3)
+    head = torch.nn.Linear(3, 5, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    before = model["emb"].weight
+    model.to("tpu")
+    assert model["emb"].weight is before and model["head"].weight is model["emb"].weight
+    assert before.device.type == "tpu"
+    model.to("cpu")
+    assert model["head"].weight is before and before.device.type == "cpu"
