@@ -70,6 +70,13 @@ def train(mesh, device, bf16):
     for b in model.blocks:
         fully_shard(b, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
+    if device.type == "tpu":
+        # Sharding frees the full copies: the device holds 1/world of them.
+        # (synchronize: in fused eager mode a pending cluster holds its inputs.)
+        torch.tpu.synchronize()
+        full = sum(p.numel() * p.element_size() for p in init.values())
+        held = torch.tpu.memory_allocated()
+        assert full / world <= held <= full / world * 1.05 + 1024, (held, full, world)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
     g = torch.Generator().manual_seed(1 + rank)
     losses = []
