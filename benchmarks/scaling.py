@@ -39,9 +39,11 @@ Model check: the step-time formula of docs/scaling.md,
              + sum over the step's collectives (alpha + received bytes / beta)
 is evaluated with this machine's figures: t0 (per-step cost that does not
 shrink with the batch) and c (time per sequence) are a line fit through the
-1-rank step times at the four local batches; alpha and beta come from
-all_gather timings of two message sizes in each run. The table shows its
-prediction next to the measured step time.
+1-rank step times at the four local batches; alpha and beta are a line fit
+through all_gather timings of three message sizes in each run ("no fit" where
+noise gives no positive slope). The table shows its prediction ("model ms")
+and the same compute plus the replayed collectives ("c+replay") next to the
+measured step time.
 
 Prints one table and writes benchmarks/results/scaling_<stamp>.json (and
 scaling_latest.json).
@@ -65,7 +67,7 @@ TRANSPORTS = ("tpu_dist", "gloo")
 RESULT_PREFIX = "SCALING_JSON "
 # Model and batch: small enough for a 2-core machine.
 VOCAB, DIM, HEADS, LAYERS, SEQ, GLOBAL_BATCH = 512, 128, 4, 4, 64, 8
-PROBE_BYTES = (64 * 1024, 1024 * 1024)  # all_gather sizes that fit alpha and beta
+PROBE_BYTES = (64 * 1024, 256 * 1024, 1024 * 1024)  # all_gather sizes that fit alpha and beta
 
 
 def step_flops():
@@ -234,7 +236,7 @@ def worker(args):
             numel = size // 4
             c = collective("all_gather", (numel,), (numel // n,), torch.float32, devices[t], groups[t])
             timed_calls([c], devices[t], 1)
-            probe[f"{t}:{size}"] = timed_calls([c], devices[t], max(3, args.comm_reps))
+            probe[f"{t}:{size}"] = timed_calls([c], devices[t], max(5, args.comm_reps))
 
     mine = {"times": {t: runs[t]["times"] for t in TRANSPORTS}, "comm": comm, "probe": probe,
             "mem": runs["tpu_dist"]["mem"], "fallbacks": fallbacks,
@@ -282,10 +284,15 @@ def summarize(doc):
     for t in TRANSPORTS:
         step = max(statistics.median(r["times"][t]) for r in ranks)
         comm = max(r["comm"][t] for r in ranks)
-        small, big = (max(r["probe"][f"{t}:{s}"] for r in ranks) for s in PROBE_BYTES)
-        wire = [s * (n - 1) / n for s in PROBE_BYTES]  # bytes each rank receives
-        beta = (wire[1] - wire[0]) / (big - small) if n > 1 and big > small else None
-        alpha = small - wire[0] / beta if beta else None
+        # alpha, beta: least-squares line time = alpha + received bytes / beta.
+        xs = [size * (n - 1) / n for size in PROBE_BYTES]
+        ys = [max(r["probe"][f"{t}:{size}"] for r in ranks) for size in PROBE_BYTES]
+        alpha = beta = None
+        if n > 1:
+            mx, my = statistics.fmean(xs), statistics.fmean(ys)
+            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+            if slope > 0:
+                beta, alpha = 1 / slope, max(0.0, my - slope * mx)
         out[t] = {"step_s": step, "comm_s": comm, "comm_share": comm / step,
                   "tokens_per_s": GLOBAL_BATCH * SEQ / step, "flops_per_s": step_flops() / step,
                   "alpha_s": alpha, "beta_Bps": beta}
@@ -315,18 +322,20 @@ def predict(doc, fit, cores):
     as alpha + received bytes / beta, with no overlap."""
     n, s = doc["ranks"], doc["summary"]["tpu_dist"]
     compute = (fit["t0_s"] + fit["s_per_sequence"] * GLOBAL_BATCH / n) / min(1.0, cores / n)
-    comm = 0.0
+    comm = 0.0 if n == 1 or s["beta_Bps"] else None  # None: probe too noisy for a fit
     if n > 1 and s["beta_Bps"]:
         for c in doc["collectives_per_step"]:
             elem = 2 if "16" in c["dtype"] else 4
             full = math.prod(c["out"] if c["op"] == "all_gather" else c["in"]) * elem
             comm += max(s["alpha_s"], 0.0) + full * (n - 1) / n / s["beta_Bps"]
-    return {"compute_s": compute, "comm_s": comm, "step_s": compute + comm}
+    return {"compute_s": compute, "comm_s": comm, "step_s": None if comm is None else compute + comm,
+            "step_with_replayed_comm_s": compute + s["comm_s"]}
 
 
 def table(docs, cores):
     head = (f"{'ranks':>5s} {'transport':9s} {'step ms':>9s} {'comm ms':>9s} {'comm %':>7s} {'tok/s':>8s} "
-            f"{'GFLOP/s':>8s} {'param KiB/rank max|held':>23s} {'peak KiB':>9s} {'model ms':>9s} {'tpu/gloo':>8s}")
+            f"{'GFLOP/s':>8s} {'param KiB/rank max|held':>23s} {'peak KiB':>9s} {'model ms':>9s} {'c+replay':>9s} "
+            f"{'tpu/gloo':>8s}")
     lines = [head, "-" * len(head)]
     for d in docs:
         s = d["summary"]
@@ -334,7 +343,10 @@ def table(docs, cores):
             r = s[t]
             mem = f"{r['param_bytes_per_rank'] / 1024:11.0f} | {r['param_bytes_held_per_rank'] / 1024:9.0f} " \
                   f"{r['train_peak_bytes_per_rank'] / 1024:9.0f}" if t == "tpu_dist" else f"{'-':>23s} {'-':>9s}"
-            model = f"{d['prediction']['step_s'] * 1e3:9.1f}" if t == "tpu_dist" and "prediction" in d else f"{'-':>9s}"
+            pr = d.get("prediction") if t == "tpu_dist" else None
+            model = (f"{pr['step_s'] * 1e3:9.1f}" if pr["step_s"] is not None else f"{'no fit':>9s}") if pr \
+                else f"{'-':>9s}"
+            model += f" {pr['step_with_replayed_comm_s'] * 1e3:9.1f}" if pr else f" {'-':>9s}"
             ratio = f"{s['tpu_dist']['step_s'] / s['gloo']['step_s']:8.2f}" if t == "tpu_dist" else ""
             over = " (oversubscribed)" if d["ranks"] > cores and t == "tpu_dist" else ""
             lines.append(f"{d['ranks']:5d} {t:9s} {r['step_s'] * 1e3:9.1f} {r['comm_s'] * 1e3:9.1f} "
@@ -403,10 +415,14 @@ def main():
                 d["summary"]["tpu_dist"]["compute_alone_s"] = same
                 d["summary"]["tpu_dist"]["comm_share_by_subtraction"] = 1 - same / d["summary"]["tpu_dist"]["step_s"]
     print("\n" + table(docs, cores), flush=True)
+    for d in docs:
+        diff = max(abs(a - b) for a, b in zip(d["losses"]["tpu_dist"], d["losses"]["gloo"]))
+        print(f"ranks {d['ranks']}: losses, tpu_dist against gloo: max |difference| {diff:.2g}")
     fb = sorted({f for d in docs for r in d["per_rank"] for f in r["fallbacks"]})
     if "compute_fit" in doc:
         f = doc["compute_fit"]
-        print(f"1-rank tpu_dist step vs local batch: " + ", ".join(f"{b}: {v * 1e3:.1f} ms" for b, v in f["points_s"].items())
+        print("1-rank tpu_dist step vs local batch: "
+              + ", ".join(f"{b}: {v * 1e3:.1f} ms" for b, v in f["points_s"].items())
               + f"; fit t0 = {f['t0_s'] * 1e3:.1f} ms + {f['s_per_sequence'] * 1e3:.2f} ms/sequence"
               + (f" ({f['marginal_flops_per_s'] / 1e9:.1f} GFLOP/s marginal)" if f["marginal_flops_per_s"] else ""))
         for d in docs:
@@ -415,7 +431,9 @@ def main():
                 print(f"ranks {d['ranks']}: 1 rank on the same local batch {s['compute_alone_s'] * 1e3:.1f} ms -> "
                       f"comm share by subtraction {100 * s['comm_share_by_subtraction']:.0f}%")
     print(f"CPU fallbacks: {fb or 'none'}; comm = the step's recorded collectives replayed alone "
-          f"(no overlap); model = compute at the 1-rank rate x min(1, cores/N) + alpha + bytes/beta per collective")
+          f"(no overlap);\n"
+          f"model = 1-rank compute fit at the local batch / min(1, cores/N) + alpha + bytes/beta per collective "
+          f"(fit over {len(PROBE_BYTES)} all_gather sizes); c+replay = the same compute + the replayed collectives")
 
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"scaling_{started.strftime('%Y%m%dT%H%M%SZ')}.json")

@@ -20,7 +20,7 @@ import math
 
 # ---- chip (docs/scaling.md, "Chip figures")
 PEAK_BF16 = 2307e12          # FLOP/s per chip, dense bf16
-HBM_BW = 7.37e12             # bytes/s per chip
+HBM_BW = 7.3e12              # bytes/s per chip
 HBM_BYTES = 192 * 2**30
 ICI_BIDIR = 1.2e12           # bytes/s per chip, all links, both directions
 LINKS = 6                    # assumption: 3D torus, one link per neighbour
