@@ -26,6 +26,25 @@ def test_accelerator_memory_api_follows_live_buffers():
     assert torch.accelerator.max_memory_allocated() == base
 
 
+def test_memory_stats_answer_what_torchtitans_memory_monitor_reads():
+    # TorchTitan's DeviceMemoryMonitor reads these keys (-1 when missing).
+    torch.tpu.reset_peak_memory_stats()
+    x = torch.ones(4096, 64, device="tpu")
+    torch.tpu.synchronize()
+    stats = torch.tpu.memory_stats()
+    assert stats["active_bytes.all.peak"] >= x.numel() * 4
+    assert stats["active_bytes.all.current"] == torch.tpu.memory_allocated()
+    assert stats["reserved_bytes.all.peak"] == torch.tpu.max_memory_reserved()
+    assert stats["num_alloc_retries"] == 0
+    ooms = stats["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.empty(1 << 50, dtype=torch.uint8, device="tpu")
+    assert torch.tpu.memory_stats()["num_ooms"] == ooms + 1
+    assert torch.accelerator.memory_stats()["num_ooms"] == ooms + 1
+    assert torch.tpu.get_device_properties("tpu:0").total_memory == torch.tpu.mem_get_info()[1]
+    del x
+
+
 def test_mem_get_info_and_summary():
     free, total = torch.tpu.mem_get_info()
     assert 0 <= free <= total and total > 0
