@@ -13,7 +13,11 @@ def torchrun(script, *args, nproc=2, timeout=240, env=None):
     (returncode, combined output). A run past `timeout` seconds fails."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
            "--max-restarts", "0", os.path.join(WORKERS, script), *args]
-    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **(env or {}))
+    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    # Each worker sees as many CPU-plugin devices as there are local ranks
+    # (LOCAL_WORLD_SIZE), so set_device(LOCAL_RANK) works as on CUDA.
+    e.pop("TORCH_TPU_NUM_DEVICES", None)
+    e.update(env or {})
     try:
         p = subprocess.run(cmd, cwd=WORKERS, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, timeout=timeout)

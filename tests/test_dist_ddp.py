@@ -6,9 +6,14 @@ import pytest
 from dist_launch import run_ok
 
 
-# init_process_group() without a backend is covered by test_dist_groups.py:
-# torch 2.13 marks such a group's default backend as gloo (BackendConfig's
-# UNDEFINED case in distributed_c10d.py), which DDP's logger then looks up.
-@pytest.mark.parametrize("backend,mode", [("tpu_dist", "strict"), ("cpu:gloo,tpu:tpu_dist", "fused")])
+# init_process_group() with neither backend nor device: c10d picks tpu_dist
+# for the tpu accelerator (test_dist_groups.py), but torch 2.13 and 2.14 then
+# mark the group's default backend as gloo (_new_process_group_helper, the
+# UNDEFINED case: NCCL if present, else GLOO), which only a CUDA/NCCL group
+# has registered; DDP's logger asks for it and raises "Could not find backend
+# type 1". pytorch/pytorch#189193 fixes it upstream. With a device_id,
+# c10d resolves the backend from the device (default_device_backend_map).
+@pytest.mark.parametrize("backend,mode", [("tpu_dist", "strict"), ("cpu:gloo,tpu:tpu_dist", "fused"),
+                                          ("device_id", "strict")])
 def test_ddp_matches_single_process_cpu(backend, mode):
     run_ok("ddp.py", backend, env={"TORCH_TPU_EAGER_MODE": mode})

@@ -33,6 +33,11 @@ at::Tensor empty_tpu(at::IntArrayRef sizes, at::ScalarType dtype, int device);
 // A contiguous tpu tensor whose storage is `buffer` (buffer numel == numel).
 at::Tensor wrap_buffer(runtime::BufferPtr buffer, at::IntArrayRef sizes, at::ScalarType dtype);
 
+// UntypedStorage.resize_ (PrivateUse1 hooks): grows or shrinks a tpu
+// storage to `nbytes`, keeping the leading contents (a grown tail is zero);
+// 0 frees its buffer. Tensors on the storage keep their sizes.
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
+
 // Whether the tpu tensor's elements are all of its storage, each once (so
 // writing the whole tensor may rebind the storage's buffer).
 bool covers_own_storage(const at::Tensor& t);

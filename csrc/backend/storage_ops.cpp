@@ -68,6 +68,34 @@ void grow_storage(const c10::Storage& storage, size_t nbytes, at::ScalarType dty
   const_cast<c10::Storage&>(storage).set_nbytes(nbytes);
 }
 
+}  // namespace
+
+void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
+  TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
+  size_t old_nbytes = storage.nbytes();
+  if (nbytes == old_nbytes) return;
+  c10::DeviceGuard guard(storage.device());
+  if (nbytes > old_nbytes) {
+    grow_storage(storage, nbytes, at::kByte);
+    return;
+  }
+  // Shrink: keep the first `nbytes` bytes (none when freeing).
+  auto* old = static_cast<DeviceStorage*>(storage.data_ptr().get_context());
+  at::DataPtr fresh = tpu_allocator()->allocate(nbytes);
+  if (nbytes > 0 && old && (old->buffer || old->pending)) {
+    at::Tensor src = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(storage.device()));
+    src.unsafeGetTensorImpl()->set_storage_keep_dtype(storage);
+    src.unsafeGetTensorImpl()->set_sizes_contiguous({static_cast<int64_t>(old_nbytes)});
+    at::Tensor dst = at::empty({static_cast<int64_t>(nbytes)}, src.options());
+    dst.copy_(src.narrow(0, 0, static_cast<int64_t>(nbytes)));
+    share_contents(static_cast<DeviceStorage*>(fresh.get_context()), storage_of(dst));
+  }
+  const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
+  const_cast<c10::Storage&>(storage).set_nbytes(nbytes);
+}
+
+namespace {
+
 void maybe_grow(at::TensorImpl* self, c10::IntArrayRef size, std::optional<c10::IntArrayRef> stride,
                 int64_t offset) {
   size_t itemsize = self->dtype().itemsize();

@@ -230,9 +230,16 @@ void Runtime::Init() {
   int64_t ndev = 1;
   bool is_cpu = info_.platform == "cpu";
   if (is_cpu) {
-    std::string s = EnvStr("TORCH_TPU_NUM_DEVICES");
+    // TORCH_TPU_NUM_DEVICES, else torchrun's LOCAL_WORLD_SIZE (so that
+    // set_device(LOCAL_RANK) works on every local rank, as on CUDA), else 1.
+    const char* var = "TORCH_TPU_NUM_DEVICES";
+    std::string s = EnvStr(var);
+    if (s.empty()) {
+      var = "LOCAL_WORLD_SIZE";
+      s = EnvStr(var);
+    }
     if (!s.empty() && (!ParseInt64(s, &ndev) || ndev < 1 || ndev > 4096))
-      throw Error(3, "TORCH_TPU_NUM_DEVICES=" + s + " is not a positive device count.");
+      throw Error(3, std::string(var) + "=" + s + " is not a positive device count.");
     auto nv = TT_ARGS(PJRT_NamedValue);
     nv.name = kCpuCount;
     nv.name_size = sizeof(kCpuCount) - 1;

@@ -6,6 +6,7 @@ small buckets (several all_reduces per step) and a no_sync micro-batch
 the whole batch in this process. Losses (averaged over ranks) and parameters
 must match. argv[1]: the init_process_group backend ("" for the default)."""
 
+import os
 import sys
 
 import torch
@@ -16,7 +17,15 @@ from _common import rank_world, report
 
 rank, world = rank_world()
 backend = sys.argv[1] if len(sys.argv) > 1 else ""
-dist.init_process_group(backend or None)
+if backend == "device_id":
+    # No backend, a device: c10d picks the device's default backend.
+    # As with CUDA, each rank then works on its own device (tpu:LOCAL_RANK).
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.tpu.set_device(local_rank)
+    dist.init_process_group(device_id=torch.device("tpu", local_rank))
+    assert dist.get_backend() == "tpu_dist", dist.get_backend()
+else:
+    dist.init_process_group(backend or None)
 if not backend:
     assert dist.get_backend_config().endswith("tpu:tpu_dist") or "tpu:tpu_dist" in dist.get_backend_config(), \
         dist.get_backend_config()
@@ -30,6 +39,8 @@ def make_model():
 
 ref = make_model()
 ddp = DDP(make_model().to("tpu"), bucket_cap_mb=0.002)  # ~500 floats: several buckets
+if backend == "device_id":
+    assert next(ddp.parameters()).device == torch.device("tpu", int(os.environ["LOCAL_RANK"]))
 ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
 opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
 g = torch.Generator().manual_seed(1)
