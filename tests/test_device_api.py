@@ -45,6 +45,19 @@ def test_memory_stats_answer_what_torchtitans_memory_monitor_reads():
     del x
 
 
+def test_assert_async_checks_on_tpu_as_on_cpu():
+    # TorchTitan's RoPE checks positions with torch._assert_async.
+    torch._assert_async(torch.tensor(3, device="tpu"))
+    torch._assert_async(torch.tensor([True], device="tpu"), "never raised")
+    for dev in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="positions out of range"):
+            torch._assert_async(torch.tensor(0.0, device=dev), "positions out of range")
+        with pytest.raises(RuntimeError, match="single nonzero value"):
+            torch._assert_async(torch.tensor(False, device=dev))
+        with pytest.raises(RuntimeError, match="more than one value"):
+            torch._assert_async(torch.ones(2, device=dev))
+
+
 def test_mem_get_info_and_summary():
     free, total = torch.tpu.mem_get_info()
     assert 0 <= free <= total and total > 0
