@@ -5,10 +5,12 @@
 # test_device_api), views and in-place (test_views), autograd + optimizers
 # (test_training), one op table in every mode (test_ops_matmul), Dynamo/AOT
 # (test_compile) and the tpu_dist backend under torchrun (test_dist_groups).
+# TORCH_TPU_TITAN=0 sets up torch 2.14 without TorchTitan.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/setup.sh --torch 2.14 || exit 1
+# --titan: torch 2.14.1 plus TorchTitan, which tests/test_torchtitan.py (main suite) uses.
+if [ "${TORCH_TPU_TITAN:-1}" != 0 ]; then bash scripts/setup.sh --titan || exit 1; else bash scripts/setup.sh --torch 2.14 || exit 1; fi
 WORKERS=${TORCH_TPU_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
 .venv-2.14/bin/python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadgroup \
   tests/test_device.py tests/test_device_api.py tests/test_views.py tests/test_training.py \

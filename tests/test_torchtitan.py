@@ -5,8 +5,10 @@ TorchTitan has no CPU mode (without an accelerator its device type falls back
 to cuda), so the reference is TorchTitan on tpu without sharding: both runs
 start from one seed checkpoint (DCP, written by a 1-rank run), see the same
 batches (data parallel degree 2 in both), and the FSDP2 run's losses must
-equal the replicated (DDP) run's within float32 tolerance."""
+equal the replicated (DDP) run's within float32 tolerance. A DCP checkpoint
+saved at step 10 and resumed gives the uninterrupted run's steps 11-20."""
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,9 +44,9 @@ print("LOSSES=" + json.dumps(losses))
 """
 
 
-def _run(workdir, nproc, extra):
+def _run(workdir, nproc, extra, steps=STEPS):
     code = _RUNNER.format(example=str(ROOT / "examples" / "torchtitan"), workdir=str(workdir), nproc=nproc,
-                          steps=STEPS, extra=list(extra))
+                          steps=steps, extra=list(extra))
     r = subprocess.run([str(VENV), "-c", code], cwd="/", capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     line = [x for x in r.stdout.splitlines() if x.startswith("LOSSES=")][-1]
@@ -66,3 +68,15 @@ def test_fsdp2_on_tpu_equals_replicated_training(tmp_path):
     assert fsdp[STEPS] < fsdp[1], fsdp  # it learns
     for step in fsdp:
         assert math.isclose(fsdp[step], ddp[step], rel_tol=1e-4, abs_tol=1e-4), (step, fsdp, ddp)
+
+
+def test_dcp_checkpoint_at_step_10_resumes_exactly(tmp_path):
+    ckpt = ["--checkpoint.enable", "--checkpoint.interval=10"]
+    whole = _run(tmp_path / "whole", 2, ckpt, steps=20)
+    # A fresh run folder holding only the step-10 checkpoint: TorchTitan resumes from it.
+    shutil.copytree(tmp_path / "whole" / "outputs" / "checkpoint" / "step-10",
+                    tmp_path / "resumed" / "outputs" / "checkpoint" / "step-10")
+    resumed = _run(tmp_path / "resumed", 2, ckpt, steps=20)
+    assert sorted(resumed) == list(range(11, 21)), resumed
+    for step in resumed:
+        assert math.isclose(resumed[step], whole[step], rel_tol=1e-5, abs_tol=1e-5), (step, resumed, whole)

@@ -89,12 +89,14 @@ def main():
     p.add_argument("--workdir", default="/tmp/torchtitan_tpu")
     p.add_argument("titan_args", nargs="*", help="passed to torchtitan after --")
     a = p.parse_args()
-    losses, speed, _ = run_titan(a.workdir, a.nproc, a.steps, a.titan_args)
+    losses, speed, log = run_titan(a.workdir, a.nproc, a.steps, a.titan_args)
     out = Path(a.workdir) / "loss.png"
     plot(losses, out)
+    (Path(a.workdir) / "titan.log").write_text(log)
     tps = [t for s, (t, _) in sorted(speed.items()) if s > 1]
     print(f"{len(losses)} steps, final loss {losses[max(losses)]:.4f}, "
-          f"median tokens/s per rank after step 1: {sorted(tps)[len(tps) // 2] if tps else 'n/a'}; plot: {out}")
+          f"median tokens/s per rank after step 1: {sorted(tps)[len(tps) // 2] if tps else 'n/a'}; "
+          f"plot: {out}; TorchTitan's log: {out.parent / 'titan.log'}")
 
 
 if __name__ == "__main__":
