@@ -30,7 +30,6 @@ def _titan_ready():
 
 
 pytestmark = [
-    pytest.mark.xdist_group("processes"),
     pytest.mark.skipif(not _titan_ready(),
                        reason="TorchTitan is not set up: run `bash scripts/setup.sh --titan` (.venv-2.14 with torchtitan 0.3.0)"),
 ]
