@@ -49,7 +49,7 @@ for name in names:
 # torch.distributed.set_timeout (torch 2.14; _set_pg_timeout before it)
 # reaches tpu_dist and its gloo transport; collectives go on working.
 set_timeout = getattr(dist, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout
-set_timeout(timedelta(seconds=120))
+set_timeout(timedelta(seconds=600))
 t = torch.full((2,), 1.0, device="tpu")
 dist.all_reduce(t)
 assert t.cpu().tolist() == [float(world)] * 2, t
