@@ -4,6 +4,7 @@ The CMake build folder is build/cmake in the source tree, so that rebuilds are
 incremental (and ccache, when present, makes clean rebuilds cheap).
 """
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,10 @@ class CMakeBuild(build_ext):
         built = next(build_dir.glob("_C*.so"))
         dest = Path(self.get_ext_fullpath(ext.name))
         dest.parent.mkdir(parents=True, exist_ok=True)
-        self.copy_file(str(built), str(dest))
+        # Always copy: build/lib is shared by the builds for each torch version
+        # (scripts/setup.sh --torch), and distutils' copy_file skips a source
+        # older than the destination, which would ship the other version's module.
+        shutil.copy2(built, dest)
 
 
 setup(ext_modules=[CMakeExtension("torch_tpu._C")], cmdclass={"build_ext": CMakeBuild})

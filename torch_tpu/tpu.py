@@ -193,13 +193,21 @@ def max_memory_reserved(device=None):
 def memory_stats(device=None):
     idx = _index(device)
     cur, peak = _C._memory_allocated(idx), _C._max_memory_allocated(idx)
+    # Every live PJRT buffer belongs to a tensor: allocated = active = reserved.
+    # PJRT allocates each buffer once, with no cache to flush and retry, so
+    # num_alloc_retries is always 0; num_ooms counts this process's
+    # out-of-memory errors on the device (allocator and programs).
     return {
         "allocated_bytes.all.current": cur,
         "allocated_bytes.all.peak": peak,
+        "active_bytes.all.current": cur,
+        "active_bytes.all.peak": peak,
         "reserved_bytes.all.current": cur,
         "reserved_bytes.all.peak": peak,
         "active.all.current": _C._live_buffers(idx),
         "capacity_bytes": _C._memory_capacity(idx),
+        "num_alloc_retries": 0,
+        "num_ooms": _C._num_ooms(idx),
     }
 
 

@@ -8,11 +8,27 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 
+#include "backend/oom_count.h"
 #include "backend/tpu_device.h"
 #include "lowering/view.h"
 
 namespace tt::backend {
+
+namespace {
+constexpr int kMaxCountedDevices = 64;
+std::array<std::atomic<int64_t>, kMaxCountedDevices> g_out_of_memory{};
+}  // namespace
+
+void note_out_of_memory(int device) {
+  if (device >= 0 && device < kMaxCountedDevices) ++g_out_of_memory[device];
+}
+
+int64_t out_of_memory_count(int device) {
+  return device >= 0 && device < kMaxCountedDevices ? g_out_of_memory[device].load() : 0;
+}
 
 runtime::ElementType to_element_type(at::ScalarType t) {
   using E = runtime::ElementType;
@@ -105,6 +121,7 @@ struct TpuAllocator final : c10::DeviceAllocator {
       auto& a = (*stat)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
       a.current = a.peak = count;
     }
+    s.num_ooms = out_of_memory_count(device);
     return s;
   }
   void resetAccumulatedStats(c10::DeviceIndex) override {}
@@ -120,6 +137,7 @@ struct TpuAllocator final : c10::DeviceAllocator {
     auto& rt = runtime_for(device);
     int64_t capacity = rt.memory_capacity(device);
     int64_t used = rt.live_bytes(device);
+    if (static_cast<int64_t>(nbytes) > capacity - used) note_out_of_memory(device);
     TORCH_CHECK_WITH(OutOfMemoryError, static_cast<int64_t>(nbytes) <= capacity - used,
                      "tpu:", device, " out of memory: tried to allocate ", nbytes, " bytes; ", used,
                      " bytes in use of ", capacity,

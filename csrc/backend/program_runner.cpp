@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "backend/generator.h"
+#include "backend/oom_count.h"
 #include "backend/tpu_device.h"
 #include "lowering/device_check.h"
 
@@ -224,6 +225,7 @@ std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, cons
   try {
     outs = exe.Execute(args.list(), device, args.non_donatable_);
   } catch (const runtime::Error& e) {
+    if (e.out_of_memory()) note_out_of_memory(device);
     TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu:", device, " out of memory running ", what, ": ",
                      e.what());
     TORCH_CHECK(false, "tpu: running ", what, " failed: ", e.what());

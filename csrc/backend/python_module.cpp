@@ -14,6 +14,7 @@
 #include "backend/fused_cluster.h"
 #include "backend/generator.h"
 #include "backend/graph_bindings.h"
+#include "backend/oom_count.h"
 #include "backend/op_registration.h"
 #include "backend/program_runner.h"
 #include "backend/stream_events.h"
@@ -138,6 +139,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_live_buffers", [](int d) { return backend::runtime_for(d).live_buffers(d); });
   m.def("_reset_peak_memory_stats", [](int d) { backend::runtime_for(d).reset_peak(d); });
   m.def("_memory_capacity", [](int d) { return backend::runtime_for(d).memory_capacity(d); });
+  m.def("_num_ooms", [](int d) { return backend::out_of_memory_count(d); });
   m.def("_cache_info", [] {
     // Totals over the modes, then each mode's own counters.
     auto as_dict = [](const backend::ModeCounters& c) {

@@ -2,6 +2,8 @@
 subgroups and DeviceMesh dimensions run tpu_dist collectives on the right
 ranks."""
 
+from datetime import timedelta
+
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
@@ -43,6 +45,15 @@ for name in names:
     dist.all_reduce(t, group=grp)
     assert t.cpu().tolist() == [float(sum(members))] * 4, (name, members, t)
     cases += 1
+
+# torch.distributed.set_timeout (torch 2.14; _set_pg_timeout before it)
+# reaches tpu_dist and its gloo transport; collectives go on working.
+set_timeout = getattr(dist, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout
+set_timeout(timedelta(seconds=600))
+t = torch.full((2,), 1.0, device="tpu")
+dist.all_reduce(t)
+assert t.cpu().tolist() == [float(world)] * 2, t
+cases += 1
 
 report(rank, cases)
 dist.destroy_process_group()

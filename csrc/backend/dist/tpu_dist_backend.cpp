@@ -83,6 +83,11 @@ TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intr
               "tpu_dist: the gloo transport's ranks do not match the group's");
 }
 
+void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) {
+  timeout_ = timeout;
+  gloo_->setTimeout(timeout);
+}
+
 std::string TpuDistBackend::what(const char* op) const {
   return c10::str("tpu_dist ", op, " (rank ", getRank(), " of ", getSize(), ", group '", group_, "')");
 }

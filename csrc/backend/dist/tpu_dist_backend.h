@@ -31,6 +31,10 @@ class TpuDistBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "tpu_dist"; }
 
+  // torch.distributed.set_timeout: collectives issued after this call, and
+  // the gloo transport under them, wait at most `timeout`.
+  void setTimeout(std::chrono::milliseconds timeout) override;
+
   // A coalescing block (_coalescing_manager with a device): collectives
   // inside it run as issued; endCoalescing returns one Work for them all.
   void startCoalescing() override;

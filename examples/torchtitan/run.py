@@ -1,0 +1,103 @@
+"""Trains TorchTitan's llama3 debug model on tpu under torchrun, with FSDP2.
+
+    .venv-2.14/bin/python examples/torchtitan/run.py            # 2 ranks, 20 steps
+    .venv-2.14/bin/python examples/torchtitan/run.py --nproc 1 --steps 10 -- --compile.enable
+
+Needs `bash scripts/setup.sh --titan`. Writes the tokenizer and dataset that
+TorchTitan's config reads (make_assets.py) into --workdir, runs
+`torchrun -m torchtitan.train --module tpu_configs --config llama3_debugmodel_sdpa`
+there (TorchTitan finds the tpu device and the tpu_dist backend itself), shows
+TorchTitan's own step lines (loss, tokens/s, MFU) as they come, and writes
+loss.png. Arguments after `--` go to TorchTitan unchanged.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from make_assets import make_assets  # noqa: E402
+
+# TorchTitan's step line: "step:  3  loss:  7.61  grad_norm: ...  tps: 1,234  tflops: ...  mfu: 0.01%"
+STEP_LINE = re.compile(r"step:\s*(\d+)\s+loss:\s*([-\d.eE+naif]+).*?tps:\s*([\d,]+).*?mfu:\s*(\S+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4):
+    """The torchrun command line; float32 parameters so that runs compare exactly."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+            "-m", "torchtitan.train", "--module", "tpu_configs", "--config", "llama3_debugmodel_sdpa",
+            f"--training.steps={steps}", f"--training.seq_len={seq_len}", f"--training.local_batch_size={batch}",
+            "--training.mixed_precision_param=float32", "--debug.seed=42",
+            "--metrics.log_freq=1", *extra]
+
+
+def titan_env(extra_env=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+    env.update(extra_env or {})
+    return env
+
+
+def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_env=None, **kw):
+    """Runs TorchTitan in `workdir`; returns ({step: loss}, {step: (tps, mfu)}, full log)."""
+    workdir = Path(workdir)
+    make_assets(workdir)
+    proc = subprocess.Popen(titan_command(nproc, steps, extra, **kw), cwd=workdir, env=titan_env(extra_env),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    losses, speed, lines = {}, {}, []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            m = STEP_LINE.search(_ANSI.sub("", line))
+            if m:
+                step = int(m.group(1))
+                losses[step] = float(m.group(2))
+                speed[step] = (int(m.group(3).replace(",", "")), m.group(4))
+            if echo and (m or "Error" in line or "Peak FLOPS" in line or "capacity" in line):
+                print(_ANSI.sub("", line.rstrip()), flush=True)
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = "".join(lines)
+    if proc.returncode != 0:
+        raise RuntimeError(f"torchtitan exited with {proc.returncode}:\n{log[-6000:]}")
+    return losses, speed, log
+
+
+def plot(losses, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = sorted(losses)
+    plt.figure(figsize=(6, 4))
+    plt.plot(steps, [losses[s] for s in steps], marker="o")
+    plt.xlabel("step"); plt.ylabel("loss"); plt.title("TorchTitan llama3 debug model on tpu")
+    plt.grid(True); plt.tight_layout(); plt.savefig(path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--workdir", default="/tmp/torchtitan_tpu")
+    p.add_argument("titan_args", nargs="*", help="passed to torchtitan after --")
+    a = p.parse_args()
+    losses, speed, log = run_titan(a.workdir, a.nproc, a.steps, a.titan_args)
+    out = Path(a.workdir) / "loss.png"
+    plot(losses, out)
+    (Path(a.workdir) / "titan.log").write_text(log)
+    tps = [t for s, (t, _) in sorted(speed.items()) if s > 1]
+    print(f"{len(losses)} steps, final loss {losses[max(losses)]:.4f}, "
+          f"median tokens/s per rank after step 1: {sorted(tps)[len(tps) // 2] if tps else 'n/a'}; "
+          f"plot: {out}; TorchTitan's log: {out.parent / 'titan.log'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""TorchTitan 0.3.0, unchanged, trains its llama3 debug model on tpu with FSDP2
+over 2 ranks (examples/torchtitan). Needs `bash scripts/setup.sh --titan`.
+
+TorchTitan has no CPU mode (without an accelerator its device type falls back
+to cuda), so the reference is TorchTitan on tpu without sharding: both runs
+start from one seed checkpoint (DCP, written by a 1-rank run), see the same
+batches (data parallel degree 2 in both), and the FSDP2 run's losses must
+equal the replicated (DDP) run's within float32 tolerance. A DCP checkpoint
+saved at step 10 and resumed gives the uninterrupted run's steps 11-20."""
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv-2.14" / "bin" / "python"
+
+
+def _titan_ready():
+    if not VENV.exists():
+        return False
+    probe = subprocess.run([str(VENV), "-c", "import importlib.util as u, sys; "
+                            "sys.exit(not (u.find_spec('torchtitan') and u.find_spec('torch_tpu')))"],
+                           cwd="/", capture_output=True, timeout=120)
+    return probe.returncode == 0
+
+
+pytestmark = [
+    pytest.mark.skipif(not _titan_ready(),
+                       reason="TorchTitan is not set up: run `bash scripts/setup.sh --titan` (.venv-2.14 with torchtitan 0.3.0)"),
+]
+
+STEPS = 4
+
+# The test session's TORCH_TPU_NUM_DEVICES would fix every rank's device count;
+# under torchrun each rank sees LOCAL_WORLD_SIZE CPU-plugin devices instead.
+_RUNNER = """
+import json, os, sys
+os.environ.pop("TORCH_TPU_NUM_DEVICES", None)
+sys.path.insert(0, {example!r})
+from run import run_titan
+losses, speed, log = run_titan({workdir!r}, {nproc}, {steps}, {extra!r}, echo=False, timeout=900, seq_len=64, batch=2)
+print("LOSSES=" + json.dumps(losses))
+"""
+
+
+def _run(workdir, nproc, extra, steps=STEPS):
+    code = _RUNNER.format(example=str(ROOT / "examples" / "torchtitan"), workdir=str(workdir), nproc=nproc,
+                          steps=steps, extra=list(extra))
+    r = subprocess.run([str(VENV), "-c", code], cwd="/", capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    line = [x for x in r.stdout.splitlines() if x.startswith("LOSSES=")][-1]
+    import json
+    return {int(k): v for k, v in json.loads(line[len("LOSSES="):]).items()}
+
+
+@pytest.fixture(scope="module")
+def seed_checkpoint(tmp_path_factory):
+    """TorchTitan's step-0 DCP checkpoint of the debug model, from a 1-rank run."""
+    seed = tmp_path_factory.mktemp("seed")
+    _run(seed, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
+                   "--parallelism.data_parallel_shard_degree=1"])
+    step0 = next((seed / "outputs" / "checkpoint").glob("step-0"))
+    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=1000"]
+
+
+def _assert_same_losses(got, want):
+    assert sorted(got) == list(range(1, STEPS + 1)), got
+    assert all(math.isfinite(v) for v in got.values()), got
+    assert got[STEPS] < got[1], got  # it learns
+    for step in got:
+        assert math.isclose(got[step], want[step], rel_tol=1e-4, abs_tol=1e-4), (step, got, want)
+
+
+def test_fsdp2_on_tpu_equals_replicated_training(tmp_path, seed_checkpoint):
+    fsdp = _run(tmp_path / "fsdp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=2"])
+    ddp = _run(tmp_path / "ddp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=1",
+                                                       "--parallelism.data_parallel_replicate_degree=2"])
+    _assert_same_losses(fsdp, ddp)
+
+
+def test_tensor_parallel_2_equals_one_rank(tmp_path, seed_checkpoint):
+    one = _run(tmp_path / "one", 1, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=1"])
+    tp = _run(tmp_path / "tp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=1",
+                                                     "--parallelism.tensor_parallel_degree=2"])
+    _assert_same_losses(tp, one)
+
+
+@pytest.mark.skipif(os.environ.get("TORCH_TPU_HEAVY") != "1", reason="heavy tier: set TORCH_TPU_HEAVY=1 (4 ranks)")
+def test_fsdp2_x_tensor_parallel_on_4_ranks(tmp_path, seed_checkpoint):
+    fsdp = _run(tmp_path / "fsdp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=2"])
+    fsdp_tp = _run(tmp_path / "fsdp_tp", 4, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=2",
+                                                               "--parallelism.tensor_parallel_degree=2"])
+    _assert_same_losses(fsdp_tp, fsdp)
+
+
+def test_dcp_checkpoint_at_step_10_resumes_exactly(tmp_path):
+    ckpt = ["--checkpoint.enable", "--checkpoint.interval=10"]
+    whole = _run(tmp_path / "whole", 2, ckpt, steps=20)
+    # A fresh run folder holding only the step-10 checkpoint: TorchTitan resumes from it.
+    shutil.copytree(tmp_path / "whole" / "outputs" / "checkpoint" / "step-10",
+                    tmp_path / "resumed" / "outputs" / "checkpoint" / "step-10")
+    resumed = _run(tmp_path / "resumed", 2, ckpt, steps=20)
+    assert sorted(resumed) == list(range(11, 21)), resumed
+    for step in resumed:
+        assert math.isclose(resumed[step], whole[step], rel_tol=1e-5, abs_tol=1e-5), (step, resumed, whole)
