@@ -8,6 +8,21 @@
 namespace py = pybind11;
 
 namespace tt::backend::dist {
+namespace {
+
+// Runs `f`, raising c10's ValueError / TypeError as Python's.
+template <typename F>
+auto with_python_errors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const c10::ValueError& e) {
+    throw py::value_error(e.what_without_backtrace());
+  } catch (const c10::TypeError& e) {
+    throw py::type_error(e.what_without_backtrace());
+  }
+}
+
+}  // namespace
 
 void bind_dist(py::module& m) {
   // A c10d Backend subclass: torch's pybind class for c10d::Backend is its
@@ -40,7 +55,7 @@ void bind_dist(py::module& m) {
              int64_t concat_dim, std::vector<std::pair<int64_t, int64_t>> pairs) {
         SpmdCollective c = spmd(std::move(kind), std::move(reduce_op), dim, concat_dim, std::move(pairs));
         py::gil_scoped_release no_gil;
-        return spmd_run(c, tensors);
+        return with_python_errors([&] { return spmd_run(c, tensors); });
       },
       py::arg("tensors"), py::arg("kind"), py::arg("reduce_op"), py::arg("dim"), py::arg("concat_dim"),
       py::arg("pairs"));
@@ -48,8 +63,8 @@ void bind_dist(py::module& m) {
       "_spmd_program_text",
       [spmd](int64_t n, std::vector<int64_t> sizes, at::ScalarType dtype, std::string kind, std::string reduce_op,
              int64_t dim, int64_t concat_dim, std::vector<std::pair<int64_t, int64_t>> pairs) {
-        return spmd_program_text(spmd(std::move(kind), std::move(reduce_op), dim, concat_dim, std::move(pairs)), n,
-                                 sizes, dtype);
+        SpmdCollective c = spmd(std::move(kind), std::move(reduce_op), dim, concat_dim, std::move(pairs));
+        return with_python_errors([&] { return spmd_program_text(c, n, sizes, dtype); });
       },
       py::arg("n"), py::arg("sizes"), py::arg("dtype"), py::arg("kind"), py::arg("reduce_op"), py::arg("dim"),
       py::arg("concat_dim"), py::arg("pairs"));

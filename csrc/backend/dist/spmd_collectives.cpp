@@ -21,6 +21,7 @@ const char* reduce_op_name(const std::string& op, at::ScalarType dtype) {
   if (op == "min") return "stablehlo.minimum";
   if (op == "max") return "stablehlo.maximum";
   TORCH_CHECK_VALUE(false, "spmd collectives: unknown reduce op '", op, "' (sum, product, min, max, avg)");
+  return nullptr;
 }
 
 // Replica i's dim `dim` normalised, with a clear error when out of range.
