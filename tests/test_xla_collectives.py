@@ -324,3 +324,17 @@ def test_wrong_count_and_arguments_raise():
         spmd_all_reduce(xs, op="bitwise_xor")
     with pytest.raises(ValueError, match="out of range or repeats"):
         spmd_permute(xs, [(0, 1), (2, 1)])
+
+
+@on_four
+def test_inputs_from_fused_eager_and_results_feed_ops():
+    # In fused eager mode the inputs are values of recorded, not yet run
+    # clusters; the collective must see them, and its results are ordinary
+    # tpu tensors for later ops.
+    xs = make_inputs((4, 3), torch.float32)
+    with torch_tpu.eager_mode("fused"):
+        ys = [(x * 2 + 1) for x in to_devices(xs)]
+        got = spmd_all_reduce(ys, "max")
+        got = [g - 1 for g in got]
+    want = [w - 1 for w in gloo_all_reduce([x * 2 + 1 for x in xs], "max")]
+    assert_results(got, want)
