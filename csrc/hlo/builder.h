@@ -233,7 +233,8 @@ class Builder {
   Value all_to_all(Value x, int64_t split_dim, int64_t concat_dim, const Groups& groups,
                    int64_t channel = 0);
   // Replica `pairs[i].first` sends its operand to `pairs[i].second`; a
-  // replica that receives nothing gets zeros.
+  // replica that receives nothing gets zeros. With a channel (> 0) the pairs
+  // name partitions instead (SPMD programs, num_partitions = N).
   Value collective_permute(Value x, const std::vector<std::pair<int64_t, int64_t>>& pairs,
                            int64_t channel = 0);
 
