@@ -106,9 +106,15 @@ void Builder::alias_param(int param, int result) {
   aliases_.emplace_back(param, result);
 }
 
+void Builder::set_num_replicas(int n) {
+  if (n < 1) throw BuildError("set_num_replicas: " + std::to_string(n) + " replicas");
+  num_replicas_ = n;
+}
+
 std::string Builder::module_text() const {
   std::ostringstream os;
-  os << "module @torch_tpu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n";
+  os << "module @torch_tpu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = " << num_replicas_
+     << " : i32} {\n";
   os << "  func.func public @main(";
   for (size_t i = 0; i < params_.size(); ++i) {
     os << (i ? ", " : "") << "%v" << param_ids_[i] << ": " << params_[i].str();

@@ -85,6 +85,10 @@ class Builder {
   const std::vector<Type>& param_types() const { return params_; }
   // The whole module as text, ready for PJRT_Client_Compile (format "mlir").
   std::string module_text() const;
+  // mhlo.num_replicas of the module (1 unless set): a program of N replicas
+  // runs once per device of its device assignment (collectives.cpp ops).
+  void set_num_replicas(int n);
+  int num_replicas() const { return num_replicas_; }
 
   // ---- generic emission -----------------------------------------------------
   // Emits `results = "op"(operands) ({regions}) {attrs} : (types) -> (types)`.
@@ -211,10 +215,34 @@ class Builder {
   Value scatter(Value operand, Value indices, Value updates, const ScatterDims& dn,
                 const Body& combine = nullptr);
 
+  // ---- collectives across replicas (collectives.cpp) --------------------------
+  // `groups` partitions the replica ids (each row one group, rows of equal
+  // length); `channel` > 0 adds a channel_handle (type 1, device to device),
+  // 0 leaves it out (cross-replica). Reductions take a binary op name
+  // ("stablehlo.add", "stablehlo.multiply", "stablehlo.minimum", ...).
+  using Groups = std::vector<std::vector<int64_t>>;
+  Value all_reduce(Value x, const std::string& op, const Groups& groups, int64_t channel = 0);
+  // Concatenates the group's operands along `dim` (result dim = size * group).
+  Value all_gather(Value x, int64_t dim, const Groups& groups, int64_t channel = 0);
+  // Reduces across the group, then replica k keeps block k of `dim`
+  // (dim size must divide by the group size).
+  Value reduce_scatter(Value x, int64_t dim, const std::string& op, const Groups& groups,
+                       int64_t channel = 0);
+  // Splits `split_dim` into group-size blocks, sends block k to the group's
+  // k-th replica and concatenates what arrives along `concat_dim`.
+  Value all_to_all(Value x, int64_t split_dim, int64_t concat_dim, const Groups& groups,
+                   int64_t channel = 0);
+  // Replica `pairs[i].first` sends its operand to `pairs[i].second`; a
+  // replica that receives nothing gets zeros. With a channel (> 0) the pairs
+  // name partitions instead (SPMD programs, num_partitions = N).
+  Value collective_permute(Value x, const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                           int64_t channel = 0);
+
  private:
   Value fresh(const Type& t);
   void line(const std::string& s);
   int next_id_ = 0;
+  int num_replicas_ = 1;
   std::vector<Type> params_;
   std::vector<int> param_ids_;
   std::vector<std::pair<int, int>> aliases_;  // (param, result)

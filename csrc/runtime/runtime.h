@@ -131,12 +131,20 @@ class Executable {
   // True when Runtime::Compile loaded it from the persistent compile cache
   // instead of compiling.
   bool from_disk() const { return from_disk_; }
+  // For programs from Runtime::CompileReplicated: the device of each replica
+  // (empty for single-device programs).
+  const std::vector<int>& replica_devices() const { return replica_devices_; }
+  // Runs a replicated program once over all its devices (replicated.cpp):
+  // `args[i]` are replica i's arguments, all on replica_devices()[i]; returns
+  // each replica's outputs, on its device. Asynchronous, like Execute.
+  std::vector<std::vector<BufferPtr>> ExecuteReplicated(const std::vector<std::vector<Buffer*>>& args) const;
  private:
   void* loaded_;
   int num_outputs_;
   bool from_disk_ = false;
   std::vector<ElementType> out_types_;
   std::vector<std::vector<int64_t>> out_dims_;
+  std::vector<int> replica_devices_;
   friend class Runtime;
 };
 using ExecutablePtr = std::shared_ptr<Executable>;
@@ -177,6 +185,11 @@ class Runtime {
   // of compiling; otherwise the program is compiled and its serialization
   // stored. Cache problems never fail a compile.
   ExecutablePtr Compile(const std::string& mlir_text);
+  // Compiles StableHLO text whose module has mhlo.num_replicas =
+  // devices.size() with num_replicas and a device assignment that puts
+  // replica i on `devices[i]` (distinct devices), for
+  // Executable::ExecuteReplicated (replicated.cpp). Not cached on disk.
+  ExecutablePtr CompileReplicated(const std::string& mlir_text, const std::vector<int>& devices);
   // The persistent compile cache (configured from the environment at init;
   // enabled() is false when it is off).
   CompileCache& compile_cache() const;

@@ -207,6 +207,63 @@ int main() {
     }
     CHECK(threw);
   });
+  run_test("collectives over 2 replicas (CompileReplicated, ExecuteReplicated)", [] {
+    auto& rt = runtime::Runtime::Get();
+    CHECK(rt.device_count() >= 2);
+    // all_reduce / all_gather cross-replica, then with a channel_handle
+    // (cross-replica-and-partition, the same with one partition).
+    for (int64_t channel : {0, 1}) {
+      Builder b;
+      b.set_num_replicas(2);
+      Value x = b.param(Type{DType::F32, {2}});
+      Value sum = b.all_reduce(x, "stablehlo.add", {{0, 1}}, channel);
+      Value gathered = b.all_gather(x, 0, {{0, 1}}, channel);
+      // With a channel handle, collective_permute's pairs name partitions
+      // (SPMD, num_partitions = N), so a replica program leaves it out.
+      Value swapped = b.collective_permute(x, {{0, 1}, {1, 0}});
+      b.set_results({b.concatenate({sum, gathered, swapped}, 0)});
+      std::string text = b.module_text();
+      CHECK(text.find("mhlo.num_replicas = 2") != std::string::npos);
+      CHECK((text.find("#stablehlo.channel_handle<handle = 1, type = 1>") != std::string::npos) == (channel > 0));
+      auto exe = rt.CompileReplicated(text, {0, 1});
+      std::vector<float> in0{1, 2}, in1{10, 20};
+      auto a0 = rt.FromHost(in0.data(), runtime::ElementType::F32, {2}, 0);
+      auto a1 = rt.FromHost(in1.data(), runtime::ElementType::F32, {2}, 1);
+      auto outs = exe->ExecuteReplicated({{a0.get()}, {a1.get()}});
+      CHECK(outs.size() == 2 && outs[0].size() == 1 && outs[1][0]->device() == 1);
+      std::vector<float> r0(8), r1(8);
+      outs[0][0]->ToHost(r0.data(), r0.size() * sizeof(float));
+      outs[1][0]->ToHost(r1.data(), r1.size() * sizeof(float));
+      CHECK(near(r0, {11, 22, 1, 2, 10, 20, 10, 20}));
+      CHECK(near(r1, {11, 22, 1, 2, 10, 20, 1, 2}));
+      bool threw = false;
+      try {
+        exe->ExecuteReplicated({{a1.get()}, {a0.get()}});  // arguments on the wrong devices
+      } catch (const runtime::Error&) {
+        threw = true;
+      }
+      CHECK(threw);
+    }
+    Builder b;
+    b.set_num_replicas(2);
+    Value x = b.param(Type{DType::F32, {3}});
+    for (auto bad : {Builder::Groups{{0, 2}}, Builder::Groups{{0}, {1, 0}}, Builder::Groups{}}) {
+      bool threw = false;
+      try {
+        b.all_reduce(x, "stablehlo.add", bad);
+      } catch (const hlo::BuildError&) {
+        threw = true;
+      }
+      CHECK(threw);
+    }
+    bool threw = false;
+    try {
+      b.reduce_scatter(x, 0, "stablehlo.add", {{0, 1}});  // 3 does not divide by 2
+    } catch (const hlo::BuildError&) {
+      threw = true;
+    }
+    CHECK(threw);
+  });
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

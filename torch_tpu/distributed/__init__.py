@@ -15,9 +15,23 @@ the tpu tensors' storages in place. JAX does the same for multi-process CPU.
 Before a collective moves data, the ranks exchange a small signature of their
 arguments and all raise the same error when they differ (gloo would abort the
 process); ``TORCH_TPU_DIST_CHECK=0`` turns that check off.
+
+Within one process, ``spmd_all_reduce``, ``spmd_all_gather``,
+``spmd_reduce_scatter``, ``spmd_all_to_all`` and ``spmd_permute``
+(``spmd.py``) run a collective over several tpu devices as one XLA program of
+N replicas, the stablehlo collective running inside XLA.
 """
 
 import torch.distributed as dist
+
+from .spmd import (
+    spmd_all_gather,
+    spmd_all_reduce,
+    spmd_all_to_all,
+    spmd_permute,
+    spmd_program_text,
+    spmd_reduce_scatter,
+)
 
 BACKEND_NAME = "tpu_dist"
 # Store keys of the inner gloo transport, and the records of failed
@@ -50,4 +64,13 @@ def register():
     dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["tpu"])
 
 
-__all__ = ["BACKEND_NAME", "register"]
+__all__ = [
+    "BACKEND_NAME",
+    "register",
+    "spmd_all_gather",
+    "spmd_all_reduce",
+    "spmd_all_to_all",
+    "spmd_permute",
+    "spmd_program_text",
+    "spmd_reduce_scatter",
+]
