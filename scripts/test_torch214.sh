@@ -8,7 +8,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/setup.sh --torch 2.14 || exit 1
+# --sglang also installs SGLang into .venv-2.14 for tests/test_serving_sglang.py
+# (run by the main suite); TORCH_TPU_SGLANG=0 leaves it out.
+if [ "${TORCH_TPU_SGLANG:-1}" != 0 ]; then
+  bash scripts/setup.sh --sglang || exit 1
+else
+  bash scripts/setup.sh --torch 2.14 || exit 1
+fi
 WORKERS=${TORCH_TPU_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
 .venv-2.14/bin/python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadgroup \
   tests/test_device.py tests/test_device_api.py tests/test_views.py tests/test_training.py \
