@@ -74,7 +74,7 @@ if [ "$SGLANG" = 1 ]; then
   (cd / && "$OLDPWD/$VENV/bin/python" - <<PY) || { echo "SGLang does not import in $VENV (see above)" >&2; exit 1; }
 import importlib.metadata as md, torch
 assert torch.__version__.startswith("$TORCH_VERSION"), f"torch changed to {torch.__version__}"
-import sglang.srt.entrypoints.engine  # the engine imports without sgl_kernel
+import sglang.srt.entrypoints.engine, sglang.srt.entrypoints.http_server  # no sgl_kernel needed
 plugins = [e.value for e in md.entry_points(group="sglang.srt.platforms")]
 assert "torch_tpu.serving.sglang:activate" in plugins, plugins
 PY

@@ -135,3 +135,67 @@ def test_engine_generate_matches_hf_greedy(tmp_path):
     assert result["attention"] == "torch_native"
     assert len(result["got"]) == 4 and all(len(ids) == 8 for ids in result["got"])
     assert result["got"] == result["ref"]
+
+
+SERVER_DRIVER = textwrap.dedent(
+    '''
+    import json, os, signal, socket, subprocess, sys, time, urllib.request
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from driver import build, MAX_TOKENS
+
+    path = sys.argv[1]
+    fast, model = build(path)
+    prompt = "the quick brown fox"
+    ids = fast(prompt, return_tensors="pt").input_ids
+    gen = model.generate(ids, max_new_tokens=MAX_TOKENS, do_sample=False, eos_token_id=None, pad_token_id=0)
+    ref = fast.decode(gen[0, ids.shape[1]:])
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sglang.launch_server", "--model-path", path, "--device", "tpu",
+         "--host", "127.0.0.1", "--port", str(port), "--max-total-tokens", "2048",
+         "--mem-fraction-static", "0.5", "--skip-server-warmup", "--log-level", "warning"],
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 240
+        while True:
+            assert server.poll() is None, "the server exited"
+            try:
+                urllib.request.urlopen(base + "/v1/models", timeout=2).read()
+                break
+            except OSError:
+                assert time.time() < deadline, "the server did not come up in 240 s"
+                time.sleep(2)
+        body = json.dumps({"model": path, "prompt": prompt, "max_tokens": MAX_TOKENS,
+                           "temperature": 0, "ignore_eos": True}).encode()
+        req = urllib.request.Request(base + "/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        reply = json.loads(urllib.request.urlopen(req, timeout=120).read())
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    print("RESULT " + json.dumps({"ref": ref, "got": reply["choices"][0]["text"],
+                                  "usage": reply["usage"]}))
+    '''
+)
+
+
+def test_server_completions_match_hf_greedy(tmp_path):
+    (tmp_path / "driver.py").write_text(DRIVER)
+    script = tmp_path / "server_driver.py"
+    script.write_text(SERVER_DRIVER)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               SGLANG_PLATFORM="tpu", TORCH_TPU_FALLBACK="error")
+    proc = subprocess.run(
+        [PYTHON, str(script), str(tmp_path / "model")], cwd="/", env=env,
+        capture_output=True, text=True, timeout=420,
+    )
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-8000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["usage"]["completion_tokens"] == 8
+    assert result["got"] == result["ref"]
