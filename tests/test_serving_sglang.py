@@ -33,8 +33,8 @@ pytestmark = [
         not _sglang_installed(),
         reason="SGLang is not installed in .venv-2.14: run `bash scripts/setup.sh --sglang`",
     ),
-    # One engine (scheduler and detokenizer processes) at a time.
-    pytest.mark.xdist_group("serial"),
+    # Engines start processes of their own: one at a time (tests/conftest.py).
+    pytest.mark.xdist_group("one_at_a_time"),
 ]
 
 DRIVER = textwrap.dedent(
