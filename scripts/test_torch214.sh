@@ -9,8 +9,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-# --titan: torch 2.14.1 plus TorchTitan, which tests/test_torchtitan.py (main suite) uses.
-if [ "${TORCH_TPU_TITAN:-1}" != 0 ]; then bash scripts/setup.sh --titan || exit 1; else bash scripts/setup.sh --torch 2.14 || exit 1; fi
+# torch 2.14.1 plus TorchTitan (tests/test_torchtitan.py) and SGLang
+# (tests/test_serving_sglang.py), which the main suite runs; TORCH_TPU_TITAN=0
+# or TORCH_TPU_SGLANG=0 leaves either out.
+args=(--torch 2.14)
+[ "${TORCH_TPU_TITAN:-1}" != 0 ] && args+=(--titan)
+[ "${TORCH_TPU_SGLANG:-1}" != 0 ] && args+=(--sglang)
+bash scripts/setup.sh "${args[@]}" || exit 1
 WORKERS=${TORCH_TPU_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
 .venv-2.14/bin/python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadgroup \
   tests/test_device.py tests/test_device_api.py tests/test_views.py tests/test_training.py \

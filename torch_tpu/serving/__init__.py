@@ -1,4 +1,6 @@
-"""Serving engines on tpu: platform plugins for vLLM (``torch_tpu.serving.vllm``).
+"""Serving engines on tpu: platform plugins for vLLM (``torch_tpu.serving.vllm``)
+and SGLang (``torch_tpu.serving.sglang``).
 
-Install the engine with ``bash scripts/setup.sh --serving``; the plugins are
-found through their packages' entry points and need no import by the user."""
+vLLM installs with ``bash scripts/setup.sh --serving``, SGLang with
+``bash scripts/setup.sh --sglang``. Each plugin is found through its engine's entry point (pyproject.toml) and needs
+no import by the user."""
