@@ -21,14 +21,13 @@ import argparse
 import datetime
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine_info import machine  # noqa: E402
+from machine_info import machine, save_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -208,11 +207,7 @@ def main():
         doc["results"][str(n)] = {"status": "ok", "process_s": wall, "rows": rows}
         print("\n" + table(n, rows), flush=True)
 
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"collectives_{started.strftime('%Y%m%dT%H%M%SZ')}.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-    shutil.copyfile(path, os.path.join(args.out, "collectives_latest.json"))
+    path = save_results(doc, args.out, "collectives", started)
     print(f"\nresults: {path}")
     return 1 if failed else 0
 

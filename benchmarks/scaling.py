@@ -53,14 +53,13 @@ import datetime
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine_info import machine  # noqa: E402
+from machine_info import machine, save_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRANSPORTS = ("tpu_dist", "gloo")
@@ -435,11 +434,7 @@ def main():
           f"model = 1-rank compute fit at the local batch / min(1, cores/N) + alpha + bytes/beta per collective "
           f"(fit over {len(PROBE_BYTES)} all_gather sizes); c+replay = the same compute + the replayed collectives")
 
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"scaling_{started.strftime('%Y%m%dT%H%M%SZ')}.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-    shutil.copyfile(path, os.path.join(args.out, "scaling_latest.json"))
+    path = save_results(doc, args.out, "scaling", started)
     print(f"results: {path}")
     return 1 if failed else 0
 

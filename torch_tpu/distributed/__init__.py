@@ -24,6 +24,7 @@ N replicas, the stablehlo collective running inside XLA.
 
 import torch.distributed as dist
 
+from . import spmd
 from .spmd import (
     spmd_all_gather,
     spmd_all_reduce,
@@ -64,13 +65,4 @@ def register():
     dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["tpu"])
 
 
-__all__ = [
-    "BACKEND_NAME",
-    "register",
-    "spmd_all_gather",
-    "spmd_all_reduce",
-    "spmd_all_to_all",
-    "spmd_permute",
-    "spmd_program_text",
-    "spmd_reduce_scatter",
-]
+__all__ = ["BACKEND_NAME", "register", *spmd.__all__]
