@@ -2,6 +2,7 @@
 `python -m torch.distributed.run`), for the tests/test_dist_*.py files."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -18,13 +19,50 @@ def torchrun(script, *args, nproc=2, timeout=240, env=None):
     # (LOCAL_WORLD_SIZE), so set_device(LOCAL_RANK) works as on CUDA.
     e.pop("TORCH_TPU_NUM_DEVICES", None)
     e.update(env or {})
+    p = subprocess.Popen(cmd, cwd=WORKERS, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        p = subprocess.run(cmd, cwd=WORKERS, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as t:
-        out = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop_tree(p)
+        out, _ = p.communicate()
         raise AssertionError(f"torchrun {script} {args} hung past {timeout}s:\n{out[-4000:]}") from None
-    return p.returncode, p.stdout
+    return p.returncode, out
+
+
+def _descendants(pid):
+    """Every live process below `pid` (torchrun starts its ranks in sessions
+    of their own, so a process group does not reach them)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.append(c)
+            todo.append(c)
+    return found
+
+
+def _stop_tree(p):
+    """Stops torchrun and its ranks: SIGTERM first (torchrun then stops its
+    ranks), SIGKILL for whatever is left."""
+    ranks = _descendants(p.pid)
+    p.terminate()
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    for pid in [p.pid, *ranks]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def run_ok(script, *args, nproc=2, timeout=240, env=None):
