@@ -54,6 +54,8 @@ def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_en
         for line in proc.stdout:
             lines.append(line)
             m = STEP_LINE.search(_ANSI.sub("", line))
+            if m and int(m.group(1)) in losses:
+                continue  # every rank logs the step; show it once
             if m:
                 step = int(m.group(1))
                 losses[step] = float(m.group(2))
