@@ -319,12 +319,13 @@ def describe(t, results, concurrency):
     if "vs_vllm_cpu" in t:
         x = t["vs_vllm_cpu"]
         lines.append(f"target: tpu tok/s at N={x['n']} within 2x of vLLM's CPU backend: "
-                     f"{'met' if x['met'] else 'MISSED'} (tpu/cpu = {x['tpu_over_cpu']:.2f}, needs >= 0.50)")
+                     f"{'met' if x['met'] else 'MISSED'} (tpu/cpu = {x['tpu_over_cpu']:.3g}, needs >= 0.5)")
     if all(results.get(e, {}).get("status") == "ok" for e in ENGINES):
-        ratios = [f"N={n}: {results['tpu']['rows'][str(n)]['tokens_per_s'] / results['cpu']['rows'][str(n)]['tokens_per_s']:.2f}"
+        rows = {e: results[e]["rows"] for e in ENGINES}
+        ratios = [f"N={n}: {rows['tpu'][str(n)]['tokens_per_s'] / rows['cpu'][str(n)]['tokens_per_s']:.3g}"
                   for n in concurrency]
         lines.append("tpu/cpu tok/s: " + ", ".join(ratios))
-        lines.append(f"tpu/cpu start-up: {results['tpu']['startup_s'] / results['cpu']['startup_s']:.2f}")
+        lines.append(f"tpu/cpu start-up: {results['tpu']['startup_s'] / results['cpu']['startup_s']:.3g}")
     return "\n".join(lines)
 
 
