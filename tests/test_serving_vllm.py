@@ -283,3 +283,46 @@ def test_embeddings_server_matches_sentence_transformers():
     cosine = torch.nn.functional.cosine_similarity(got, reference.cpu(), dim=-1)
     assert got.shape == reference.shape
     assert (cosine >= 0.9999).all(), cosine
+
+
+def test_slot_mapping_kernel_matches_reference_without_new_programs():
+    """The slot-mapping kernel (vLLM's Triton kernel as tpu tensor ops) gives
+    each token block_table[req, pos // block] * block + pos % block and -1 past
+    the step's tokens, for steps of changing request and token counts, and
+    after the first step builds no program for a new count."""
+    import numpy as np
+
+    import torch_tpu
+    from torch_tpu.serving.vllm.kernels import compute_slot_mapping
+
+    max_reqs, max_blocks, max_tokens, block = 8, 6, 64, 4
+    rng = np.random.default_rng(0)
+    table_cpu = torch.from_numpy(rng.integers(1, 100, (max_reqs, max_blocks)).astype(np.int32))
+    # vLLM's persistent step buffers; the kernel is handed prefixes of them.
+    table = table_cpu.to("tpu")
+    starts_buf = torch.zeros(max_reqs + 1, dtype=torch.int32, device="tpu")
+    positions_buf = torch.zeros(max_tokens, dtype=torch.int64, device="tpu")
+    slots = torch.zeros(max_tokens, dtype=torch.int64, device="tpu")
+    misses = None
+    for step in range(8):
+        reqs = int(rng.integers(1, max_reqs + 1))
+        lens = rng.integers(1, 8, reqs)
+        context = rng.integers(0, max_blocks * block - 8, reqs)
+        ends = np.cumsum(lens)
+        tokens = int(ends[-1])
+        starts = np.full(max_reqs + 1, tokens)  # vLLM fills past the last request with num_tokens
+        starts[0], starts[1 : reqs + 1] = 0, ends
+        pos = np.concatenate([np.arange(c, c + n) for c, n in zip(context, lens)])
+        stale = np.full(max_tokens, 10**6)  # positions past the step's tokens hold anything
+        stale[:tokens] = pos
+        starts_buf.copy_(torch.from_numpy(starts.astype(np.int32)))
+        positions_buf.copy_(torch.from_numpy(stale))
+        if step == 1:
+            misses = torch_tpu.cache_info()["misses"]
+        compute_slot_mapping(tokens, max_tokens, starts_buf[: reqs + 1], positions_buf[:tokens], table,
+                             table.stride(0), slots, block)
+        want = np.full(max_tokens, -1)
+        req = np.repeat(np.arange(reqs), lens)
+        want[:tokens] = table_cpu.numpy()[req, pos // block].astype(np.int64) * block + pos % block
+        np.testing.assert_array_equal(slots.cpu().numpy(), want)
+    assert torch_tpu.cache_info()["misses"] == misses

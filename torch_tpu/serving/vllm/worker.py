@@ -1,6 +1,8 @@
 """vLLM worker on one tpu device: sets the device up, sizes the KV cache and
 builds ``TpuModelRunner``. Everything else (executing steps, the KV cache
-life cycle) is vLLM's ``Worker``."""
+life cycle) is vLLM's ``Worker``. After warm-up and each step it hands
+torch_tpu's program counters to ``counters.report`` (written to a file only
+when TORCH_TPU_VLLM_COUNTERS names one)."""
 
 from contextlib import nullcontext
 
@@ -12,6 +14,7 @@ from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
+from . import counters
 from .model_runner import TpuModelRunner
 
 logger = init_logger(__name__)
@@ -68,10 +71,21 @@ class TpuWorker(Worker):
                 self.model_runner._dummy_run(size, skip_eplb=True, remove_lora=False)
             torch.tpu.synchronize()
         set_random_seed(self.model_config.seed)
+        counters.report(force=True)
         return CompilationTimes(
             language_model=self.compilation_config.compilation_time,
             encoder=self.compilation_config.encoder_compilation_time,
         )
+
+    def execute_model(self, scheduler_output):
+        output = super().execute_model(scheduler_output)
+        counters.report()
+        return output
+
+    def sample_tokens(self, grammar_output):
+        output = super().sample_tokens(grammar_output)
+        counters.report()
+        return output
 
     def _maybe_get_memory_pool_context(self, tag: str):
         # No sleep mode, hence no separate memory pools.
