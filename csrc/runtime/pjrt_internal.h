@@ -76,6 +76,10 @@ inline T MakeArgs(size_t struct_size) {
 void ThrowIfError(const Api& api, PJRT_Error* err, const char* what);
 // Destroys `err` (if any) and returns its code and message; for destructors.
 int SwallowError(const Api& api, PJRT_Error* err, std::string* message = nullptr);
+// Compiles StableHLO text with serialized CompileOptionsProto bytes; returns
+// the PJRT_LoadedExecutable (the caller owns it) or throws Error.
+PJRT_LoadedExecutable* CompileMlir(const Api& api, PJRT_Client* client, const std::string& mlir_text,
+                                   const std::string& compile_options);
 
 // A loaded, version-checked, initialised plugin.
 struct LoadedPlugin {

@@ -62,19 +62,8 @@ ExecutablePtr Runtime::CompileReplicated(const std::string& mlir_text, const std
     ids.push_back(id.id);
   }
   const std::string opts = ReplicatedCompileOptions(ids);
-  static const char kFormat[] = "mlir";
-  auto prog = TT_ARGS(PJRT_Program);
-  prog.code = const_cast<char*>(mlir_text.data());
-  prog.code_size = mlir_text.size();
-  prog.format = kFormat;
-  prog.format_size = sizeof(kFormat) - 1;
-  auto c = TT_ARGS(PJRT_Client_Compile_Args);
-  c.client = static_cast<PJRT_Client*>(client_);
-  c.program = &prog;
-  c.compile_options = opts.data();
-  c.compile_options_size = opts.size();
-  detail::ThrowIfError(api, api.Client_Compile(&c), "PJRT_Client_Compile");
-  ExecutablePtr exe = WrapLoaded(c.executable, /*from_disk=*/false, nullptr);
+  PJRT_LoadedExecutable* loaded = detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text, opts);
+  ExecutablePtr exe = WrapLoaded(loaded, /*from_disk=*/false, nullptr);
   exe->replica_devices_ = devices;
   return exe;
 }

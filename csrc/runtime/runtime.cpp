@@ -82,6 +82,23 @@ int SwallowError(const Api& api, PJRT_Error* err, std::string* message) {
   return code;
 }
 
+PJRT_LoadedExecutable* CompileMlir(const Api& api, PJRT_Client* client, const std::string& mlir_text,
+                                   const std::string& compile_options) {
+  static const char kFormat[] = "mlir";
+  auto prog = TT_ARGS(PJRT_Program);
+  prog.code = const_cast<char*>(mlir_text.data());
+  prog.code_size = mlir_text.size();
+  prog.format = kFormat;
+  prog.format_size = sizeof(kFormat) - 1;
+  auto c = TT_ARGS(PJRT_Client_Compile_Args);
+  c.client = client;
+  c.program = &prog;
+  c.compile_options = compile_options.data();
+  c.compile_options_size = compile_options.size();
+  ThrowIfError(api, api.Client_Compile(&c), "PJRT_Client_Compile");
+  return c.executable;
+}
+
 void ThrowIfError(const Api& api, PJRT_Error* err, const char* what) {
   if (!err) return;
   std::string msg;
@@ -554,22 +571,11 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
     }
   }
 
-  static const char kFormat[] = "mlir";
-  auto prog = TT_ARGS(PJRT_Program);
-  prog.code = const_cast<char*>(mlir_text.data());
-  prog.code_size = mlir_text.size();
-  prog.format = kFormat;
-  prog.format_size = sizeof(kFormat) - 1;
-  const std::string& opts = detail::CompileOptionsBytes();
-  auto c = TT_ARGS(PJRT_Client_Compile_Args);
-  c.client = static_cast<PJRT_Client*>(client_);
-  c.program = &prog;
-  c.compile_options = opts.data();
-  c.compile_options_size = opts.size();
-  detail::ThrowIfError(api, api.Client_Compile(&c), "PJRT_Client_Compile");
+  PJRT_LoadedExecutable* loaded =
+      detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text, detail::CompileOptionsBytes());
   std::string serialized;
   double serialize_seconds = 0;
-  ExecutablePtr exe = WrapLoaded(c.executable, /*from_disk=*/false, use_disk ? &serialized : nullptr,
+  ExecutablePtr exe = WrapLoaded(loaded, /*from_disk=*/false, use_disk ? &serialized : nullptr,
                                  &serialize_seconds);
   if (!serialized.empty()) cache.Put(key, serialized, serialize_seconds);
   return exe;
