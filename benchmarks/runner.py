@@ -5,7 +5,9 @@ engine, workload and cache state, so a crash or a missing peer stays contained.
     python benchmarks/runner.py --engine tpu_eager --workload mlp --steps 20 --warmup 3 [--cache-dir D]
 
 first_step_s: wall time of the first step, compile included, until its result
-is ready. step_s: median of --steps steps after --warmup more, each waited on.
+is ready. step_s: median of --steps steps after --warmup more, each waited on;
+step_cpu_s: the median CPU time of this process (all its threads, XLA's
+included) over the same steps, which other processes' load disturbs less.
 With --steps 0 only the first step runs (the warm-cache measurement)."""
 import argparse
 import json
@@ -22,10 +24,10 @@ from engines import ENGINES, Missing  # noqa: E402
 
 
 def timed_step(engine, w):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = w.step()
     engine.sync(out)
-    return time.perf_counter() - t0, out
+    return time.perf_counter() - t0, out, time.process_time() - c0
 
 
 def measure(engine, workload, steps, warmup):
@@ -37,16 +39,18 @@ def measure(engine, workload, steps, warmup):
     t0 = time.perf_counter()
     w = engine.build(workload)
     result["build_s"] = time.perf_counter() - t0
-    result["first_step_s"], out = timed_step(engine, w)
+    result["first_step_s"], out, _ = timed_step(engine, w)
     result["check_first"] = engine.check(w, out)
     if steps:
         for _ in range(warmup):
             timed_step(engine, w)
-        times = [timed_step(engine, w)[0] for _ in range(steps)]
+        timed = [timed_step(engine, w) for _ in range(steps)]
+        times = [t for t, _, _ in timed]
         out = w.step()  # one more, for the check value only (not timed)
         engine.sync(out)
         result["check_last"] = engine.check(w, out)
         result.update(step_s=statistics.median(times), step_min_s=min(times),
+                      step_cpu_s=statistics.median(c for _, _, c in timed),
                       step_max_s=max(times), steps=steps, warmup=warmup)
     result["memory_bytes"], extra = engine.memory()
     result["memory_kind"] = engine.memory_kind

@@ -37,7 +37,7 @@ def test_quick_run_reports_numbers_and_missing_engines(tmp_path):
     for engine in ("torch_eager", "tpu_eager"):
         r = results[engine]
         assert r["status"] == "ok", r
-        for key in ("step_s", "first_step_s", "first_step_warm_s", "memory_bytes", "check_first"):
+        for key in ("step_s", "step_cpu_s", "first_step_s", "first_step_warm_s", "memory_bytes", "check_first"):
             assert isinstance(r[key], float) or isinstance(r[key], int), (engine, key, r[key])
             assert math.isfinite(r[key]) and r[key] > 0, (engine, key, r[key])
     assert results["tpu_eager"]["memory_kind"] == "torch.tpu.max_memory_allocated"
@@ -55,6 +55,23 @@ def test_quick_run_reports_numbers_and_missing_engines(tmp_path):
     for engine in engines:  # the printed table names every engine
         assert engine in stdout
     assert "MISSING" in stdout
+
+
+def test_device_checks_quick_pairs_on_and_off(tmp_path):
+    env = dict(os.environ)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(torch_tpu.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "device_checks.py"), "--quick", "--workloads", "mlp",
+           "--engines", "tpu_eager", "--out", str(tmp_path), "--timeout", "240"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with open(tmp_path / "device_checks_latest.json") as f:
+        r = json.load(f)["results"]["mlp"]["tpu_eager"]
+    assert r["status"] == "ok", r
+    for key in ("step_s", "step_cpu_s"):
+        assert len(r[key]["on"]) == len(r[key]["off"]) == 1
+        assert math.isfinite(r[key]["ratio"]) and r[key]["ratio"] > 0
+    assert "worst CPU-time ratio" in p.stdout
 
 
 def test_unknown_engine_is_refused(tmp_path):
