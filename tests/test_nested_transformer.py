@@ -172,3 +172,36 @@ def test_unsupported_nested_op_names_it():
     with pytest.raises(NotImplementedError, match=r"aten::sum"):
         nt.sum()
     assert not torch_tpu.fallback_ops()
+
+
+def test_jagged_layout_basics_match_cpu():
+    """NJT (layout=torch.jagged) is a Python subclass over dense values and
+    offsets: construction and elementwise ops are dense tpu ops; to_padded_tensor
+    and nested_from_padded use the jagged<->padded conversions."""
+    from torch.nested._internal.nested_tensor import nested_from_padded
+    g = torch.Generator().manual_seed(0)
+    parts = [torch.randn(n, 4, generator=g) for n in (2, 0, 5, 1)]
+    ref = torch.nested.nested_tensor(parts, layout=torch.jagged)
+    nj = torch.nested.nested_tensor(parts, layout=torch.jagged, device="tpu")
+    assert nj.is_nested and nj.device.type == "tpu" and nj.values().device.type == "tpu"
+    y, r = (nj * 2 + 1).sin(), (ref * 2 + 1).sin()
+    torch.testing.assert_close(y.values().cpu(), r.values())
+    padded, ref_padded = y.to_padded_tensor(-1.0), r.to_padded_tensor(-1.0)
+    torch.testing.assert_close(padded.cpu(), ref_padded)
+    back = nested_from_padded(padded, offsets=y.offsets())
+    torch.testing.assert_close(back.values().cpu(), r.values())
+
+
+@pytest.mark.parametrize("max_len", [3, 7])
+def test_jagged_dense_conversions_match_cpu(max_len):
+    g = torch.Generator().manual_seed(1)
+    values = torch.randn(8, 3, generator=g)
+    offsets = torch.tensor([0, 2, 2, 7, 8])
+    ref = torch.ops.aten._jagged_to_padded_dense_forward(values, [offsets], [max_len], 0.5)
+    out = torch.ops.aten._jagged_to_padded_dense_forward(values.to("tpu"), [offsets.to("tpu")], [max_len], 0.5)
+    torch.testing.assert_close(out.cpu(), ref, rtol=0, atol=0)
+    dense = torch.randn(4, 7, 3, generator=g)
+    for total in (None, 8):
+        ref = torch.ops.aten._padded_dense_to_jagged_forward(dense, [offsets], total)
+        out = torch.ops.aten._padded_dense_to_jagged_forward(dense.to("tpu"), [offsets.to("tpu")], total)
+        torch.testing.assert_close(out.cpu(), ref, rtol=0, atol=0)
