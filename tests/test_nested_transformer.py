@@ -120,15 +120,22 @@ def test_nested_tensor_from_mask_matches_cpu(mask):
         torch._nested_tensor_from_mask(x.to("tpu"), keep[:, :3].to("tpu"))
 
 
-def _components(dtype):
+_SHAPES = {
+    "rows": [(2, 3), (0, 3), (4, 3)],  # same trailing size: padded by one gather of rows
+    "ragged": [(2, 3, 4), (5, 1, 4), (0, 2, 4)],  # ragged in several dims: padded per component
+    "ragged-2d": [(3, 2), (1, 5)],
+}
+
+
+def _components(dtype, shapes="ragged"):
     g = torch.Generator().manual_seed(0)
-    shapes = [(2, 3, 4), (5, 1, 4), (0, 2, 4)] if dtype.is_floating_point else [(3, 2), (1, 5)]
-    return [(torch.randn(*s, generator=g) * 10).to(dtype) for s in shapes]
+    return [(torch.randn(*s, generator=g) * 10).to(dtype) for s in _SHAPES[shapes]]
 
 
+@pytest.mark.parametrize("shapes", list(_SHAPES))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
-def test_nested_round_trip_and_to_padded_tensor(dtype):
-    parts = _components(dtype)
+def test_nested_round_trip_and_to_padded_tensor(dtype, shapes):
+    parts = _components(dtype, shapes)
     ref = torch.nested.nested_tensor(parts)
     for nt in (ref.to("tpu"), torch.nested.nested_tensor(parts, device="tpu")):
         assert nt.is_nested and nt.device.type == "tpu" and nt.dtype == dtype and nt.is_contiguous()

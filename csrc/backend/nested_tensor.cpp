@@ -74,16 +74,52 @@ at::Tensor sizes_tensor(const std::vector<std::vector<int64_t>>& shapes, int64_t
   return s;
 }
 
+// Row indices as a tpu tensor: built on the host from nested sizes
+// (metadata), uploaded, and used by one gather; the data stays on tpu.
+at::Tensor index_on(const std::vector<int64_t>& idx, const at::Device& device) {
+  return at::tensor(idx, at::kLong).to(device);
+}
+
 // Packs the first lengths[i] rows of padded[i] into a nested tensor whose
-// components are (lengths[i], padded.sizes()[2:]).
+// components are (lengths[i], padded.sizes()[2:]): one gather of rows.
 at::Tensor pack_rows(const at::Tensor& padded, const std::vector<int64_t>& lengths) {
-  std::vector<at::Tensor> rows;
+  const int64_t n = padded.size(0), max_len = padded.size(1);
+  std::vector<int64_t> rest = padded.sizes().slice(2).vec(), idx;
   std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    rows.push_back(padded.select(0, static_cast<int64_t>(i)).narrow(0, 0, lengths[i]));
-    shapes.push_back(rows.back().sizes().vec());
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK(lengths[i] >= 0 && lengths[i] <= max_len, "nested component length ", lengths[i],
+                " is outside [0, ", max_len, "]");
+    for (int64_t j = 0; j < lengths[i]; ++j) idx.push_back(i * max_len + j);
+    shapes.push_back({lengths[i]});
+    shapes.back().insert(shapes.back().end(), rest.begin(), rest.end());
   }
-  return at::native::wrap_buffer(concat_flat(rows, padded.options()), sizes_tensor(shapes, padded.dim() - 1));
+  at::Tensor buffer = idx.empty() ? at::empty({0}, padded.options())
+                                  : padded.reshape({n * max_len, -1}).index_select(0, index_on(idx, padded.device()))
+                                        .reshape({-1});
+  return at::native::wrap_buffer(buffer, sizes_tensor(shapes, padded.dim() - 1));
+}
+
+// The inverse for a contiguous nested tensor of (lengths[i], rest...)
+// components: (N, max_len, rest...), rows past lengths[i] = padding. One
+// gather from the buffer's rows plus one padding row.
+at::Tensor unpack_rows(const at::Tensor& nt, const std::vector<int64_t>& lengths, at::IntArrayRef rest,
+                       int64_t max_len, double padding) {
+  const int64_t n = static_cast<int64_t>(lengths.size());
+  std::vector<int64_t> shape{n, max_len};
+  shape.insert(shape.end(), rest.begin(), rest.end());
+  const auto options = nt.options().layout(at::kStrided);
+  int64_t total = 0;
+  for (int64_t len : lengths) total += len;
+  if (total == 0 || max_len == 0) return at::full(shape, padding, options);
+  at::Tensor rows = get_nested_tensor_impl(nt)->get_buffer().view({total, -1});
+  rows = at::cat({rows, at::full({1, rows.size(1)}, padding, options)});
+  std::vector<int64_t> idx;
+  int64_t offset = 0;
+  for (int64_t len : lengths) {
+    for (int64_t j = 0; j < max_len; ++j) idx.push_back(j < len ? offset + j : total);
+    offset += len;
+  }
+  return rows.index_select(0, index_on(idx, rows.device())).view(shape);
 }
 
 void check_mask_args(const at::Tensor& t, const at::Tensor& mask) {
@@ -158,6 +194,20 @@ at::Tensor to_padded_tensor(const at::Tensor& self, double padding, at::Optional
   }
   if (n == 0) return at::full(output_size.has_value() ? output_size->vec() : std::vector<int64_t>{0}, padding,
                               self.options().layout(at::kStrided));
+  bool same_rest = d > 0 && at::native::nested_tensor_impl_is_contiguous(get_nested_tensor_impl(self));
+  for (const auto& s : shapes) same_rest = same_rest && std::equal(s.begin() + 1, s.end(), shapes[0].begin() + 1);
+  if (same_rest) {  // one gather, then padding of trailing dims if output_size asks for it
+    std::vector<int64_t> lengths;
+    for (const auto& s : shapes) lengths.push_back(s[0]);
+    at::Tensor out = unpack_rows(self, lengths, at::IntArrayRef(shapes[0]).slice(1), target[0], padding);
+    std::vector<int64_t> pad;
+    for (int64_t j = d - 1; j >= 1; --j) {
+      pad.push_back(0);
+      pad.push_back(target[j] - shapes[0][j]);
+    }
+    const bool trailing = std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v != 0; });
+    return trailing ? at::constant_pad_nd(out, pad, padding) : out;
+  }
   std::vector<at::Tensor> padded;
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int64_t> pad;  // constant_pad_nd lists the last dimension first
@@ -193,7 +243,8 @@ at::Tensor nested_transformer_encoder_layer_fwd(
   const int64_t n = static_cast<int64_t>(lengths.size());
   if (n == 0 || max_len == 0) return at::native::wrap_buffer(at::empty({0}, src.options().layout(at::kStrided)),
                                                              get_nested_tensor_impl(src)->get_nested_sizes().clone());
-  at::Tensor padded = to_padded_tensor(src, 0.0, std::vector<int64_t>{n, max_len, embed_dim});
+  at::Tensor contiguous = src.is_contiguous() ? src : src.clone();
+  at::Tensor padded = unpack_rows(contiguous, lengths, {embed_dim}, max_len, 0.0);
   at::Tensor key_padding = at::empty({n, max_len}, at::kBool);  // true = padding, from host metadata
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < max_len; ++j) key_padding.data_ptr<bool>()[i * max_len + j] = j >= lengths[i];
