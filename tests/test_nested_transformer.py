@@ -77,6 +77,18 @@ def test_encoder_nested_path_layers_and_activations(activation, layers, mode):
     _check(out, ref, pad, True, True, 1e-5)
 
 
+def test_encoder_nested_path_repeat_call_compiles_nothing():
+    enc = _encoder(True, False, "relu", 2).to("tpu")
+    pad, _ = _pad_mask("ragged")
+    x, pad = torch.randn(B, L, E).to("tpu"), pad.to("tpu")
+    with torch.no_grad():
+        first = enc(x, src_key_padding_mask=pad).cpu()
+        before = torch_tpu.cache_info()["compiles"]
+        again = enc(x, src_key_padding_mask=pad).cpu()
+    assert torch_tpu.cache_info()["compiles"] == before
+    assert torch.equal(first, again)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_encoder_nested_path_half_precision(dtype):
     enc = _encoder(True, False, "gelu", 2, dtype)

@@ -8,8 +8,9 @@
 // - Making a nested tensor from a padding mask reads the mask's row lengths
 //   to the host (one sync, the lengths are metadata); the data itself is
 //   packed on tpu from the valid rows, never copied through the host.
-// - Kernels work on the components (views of the buffer), so every op they
-//   call is an ordinary dense tpu op (a tpu program or a fused-cluster op).
+// - Kernels work on the buffer or the components (views of it) with dense
+//   tpu ops (each a tpu program or a fused-cluster op). Packing and padding
+//   rows is one gather whose row indices come from the host metadata.
 // - Any other op on a tpu nested tensor raises NotImplementedError naming
 //   the op and saying what to do instead.
 #include <ATen/ATen.h>
@@ -93,7 +94,7 @@ at::Tensor pack_rows(const at::Tensor& padded, const std::vector<int64_t>& lengt
     shapes.push_back({lengths[i]});
     shapes.back().insert(shapes.back().end(), rest.begin(), rest.end());
   }
-  at::Tensor buffer = idx.empty() ? at::empty({0}, padded.options())
+  at::Tensor buffer = idx.empty() || padded.numel() == 0 ? at::empty({0}, padded.options())
                                   : padded.reshape({n * max_len, -1}).index_select(0, index_on(idx, padded.device()))
                                         .reshape({-1});
   return at::native::wrap_buffer(buffer, sizes_tensor(shapes, padded.dim() - 1));
@@ -110,7 +111,7 @@ at::Tensor unpack_rows(const at::Tensor& nt, const std::vector<int64_t>& lengths
   const auto options = nt.options().layout(at::kStrided);
   int64_t total = 0;
   for (int64_t len : lengths) total += len;
-  if (total == 0 || max_len == 0) return at::full(shape, padding, options);
+  if (total == 0 || c10::multiply_integers(shape) == 0) return at::full(shape, padding, options);
   at::Tensor rows = get_nested_tensor_impl(nt)->get_buffer().view({total, -1});
   rows = at::cat({rows, at::full({1, rows.size(1)}, padding, options)});
   std::vector<int64_t> idx;
