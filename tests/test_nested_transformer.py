@@ -139,6 +139,16 @@ _SHAPES = {
 }
 
 
+def test_nested_from_padded_matches_cpu():
+    padded = torch.randn(3, 4, 5)
+    sizes = torch.tensor([[2, 5], [4, 3], [0, 1]])
+    ref = torch._nested_from_padded(padded, sizes)
+    nt = torch._nested_from_padded(padded.to("tpu"), sizes)
+    assert nt.is_nested and nt.device.type == "tpu"
+    for a, b in zip(nt.unbind(), ref.unbind()):
+        torch.testing.assert_close(a.cpu(), b, rtol=0, atol=0)
+
+
 def _components(dtype, shapes="ragged"):
     g = torch.Generator().manual_seed(0)
     return [(torch.randn(*s, generator=g) * 10).to(dtype) for s in _SHAPES[shapes]]

@@ -176,7 +176,6 @@ at::Tensor nested_from_padded(const at::Tensor& padded, const at::Tensor& cpu_ne
 // Dense (N, max sizes...) tensor; positions outside a component hold `padding`.
 at::Tensor to_padded_tensor(const at::Tensor& self, double padding, at::OptionalIntArrayRef output_size) {
   const auto shapes = component_sizes(self);
-  const std::vector<at::Tensor> parts = components(self);
   const int64_t n = static_cast<int64_t>(shapes.size());
   const int64_t d = n == 0 ? 0 : static_cast<int64_t>(shapes[0].size());
   std::vector<int64_t> target(d, 0);
@@ -209,6 +208,7 @@ at::Tensor to_padded_tensor(const at::Tensor& self, double padding, at::Optional
     const bool trailing = std::any_of(pad.begin(), pad.end(), [](int64_t v) { return v != 0; });
     return trailing ? at::constant_pad_nd(out, pad, padding) : out;
   }
+  const std::vector<at::Tensor> parts = components(self);
   std::vector<at::Tensor> padded;
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int64_t> pad;  // constant_pad_nd lists the last dimension first
@@ -291,8 +291,12 @@ at::Tensor to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype, 
   const auto format = memory_format.value_or(at::MemoryFormat::Preserve);
   TORCH_CHECK(format == at::MemoryFormat::Preserve || format == at::MemoryFormat::Contiguous,
               "to(): a nested tensor supports Preserve and Contiguous memory formats, got ", format);
-  at::Tensor buffer = concat_flat(components(self), self.options().layout(at::kStrided));
-  at::Tensor converted = at::_to_copy(buffer, dtype, std::optional<at::Layout>(at::kStrided), device, pin_memory, non_blocking, std::nullopt);
+  auto* impl = get_nested_tensor_impl(self);
+  at::Tensor buffer = at::native::nested_tensor_impl_is_contiguous(impl)
+                          ? impl->get_buffer()
+                          : concat_flat(components(self), self.options().layout(at::kStrided));
+  at::Tensor converted = at::_to_copy(buffer, dtype, std::optional<at::Layout>(at::kStrided), device, pin_memory,
+                                      non_blocking, std::nullopt);
   return at::native::wrap_buffer(converted, get_nested_tensor_impl(self)->get_nested_sizes().clone());
 }
 
