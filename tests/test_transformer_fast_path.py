@@ -1,7 +1,8 @@
 """The inference fast paths of nn.MultiheadAttention and
 nn.TransformerEncoderLayer (eval mode, no grad) run on tpu, against the CPU's
 own fused kernels: every mask kind, pre/post norm, gelu/relu; an encoder with
-a padding mask works with enable_nested_tensor=False and says so otherwise."""
+a padding mask works with enable_nested_tensor=False (its nested fast path is
+tested in test_nested_transformer.py)."""
 import pytest
 import torch
 import torch.nn as nn
@@ -95,8 +96,10 @@ def test_encoder_with_padding_mask():
     with torch.no_grad():
         ref = dense(x, src_key_padding_mask=pad)
         out = dense.to("tpu")(x.to("tpu"), src_key_padding_mask=pad.to("tpu"))
-    keep = ~pad  # padded positions are unspecified on the CPU's nested path; compare the rest
-    torch.testing.assert_close(out.cpu()[keep], ref[keep], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-5)
     nested = nn.TransformerEncoder(layer, 2).to("tpu").eval()
-    with torch.no_grad(), pytest.raises(NotImplementedError, match="enable_nested_tensor=False"):
-        nested(x.to("tpu"), src_key_padding_mask=pad.to("tpu"))
+    with torch.no_grad():
+        out = nested(x.to("tpu"), src_key_padding_mask=pad.to("tpu")).cpu()
+    keep = ~pad  # the nested path leaves exact zeros at padded positions, the dense one values
+    torch.testing.assert_close(out[keep], ref[keep], atol=1e-5, rtol=1e-5)
+    assert (out[pad] == 0).all()

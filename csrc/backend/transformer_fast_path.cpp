@@ -2,7 +2,8 @@
 // nn.TransformerEncoderLayer (eval mode, no grad): PyTorch calls these fused
 // ops on any device it allows, PrivateUse1 included. On tpu they are the
 // same math in ATen ops, each of which runs as a tpu program (or is
-// recorded into a fused cluster), so nothing falls back to the CPU.
+// recorded into a fused cluster), so nothing falls back to the CPU. The
+// nested-input form (TransformerEncoder's padded batch) is in nested_tensor.cpp.
 //
 // Mask contract (as PyTorch's CPU kernels): the mask is read as bool, true
 // meaning "masked out"; mask_type 0 is an attention mask (L, S), 1 a key
@@ -89,23 +90,9 @@ at::Tensor transformer_encoder_layer_fwd(
   return norm2(x + feed_forward(x));
 }
 
-// TransformerEncoder's fast path turns a padded batch into a nested tensor.
-void nested_unsupported(const c10::OperatorHandle& op, torch::jit::Stack*) {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "tpu does not support nested tensors (", op.schema().name(),
-                              "): build nn.TransformerEncoder(..., enable_nested_tensor=False) to keep padded "
-                              "batches dense (the layers then run their fused path on tpu with the padding "
-                              "mask), or keep nested tensors on the CPU.");
-}
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_native_multi_head_attention", native_multi_head_attention);
   m.impl("_transformer_encoder_layer_fwd", transformer_encoder_layer_fwd);
-  m.impl("_nested_tensor_from_mask", torch::CppFunction::makeFromBoxedFunction<&nested_unsupported>());
-  m.impl("_nested_tensor_from_mask_left_aligned", torch::CppFunction::makeFromBoxedFunction<&nested_unsupported>());
-}
-
-TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&nested_unsupported>());
 }
 
 }  // namespace
