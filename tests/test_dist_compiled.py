@@ -1,7 +1,7 @@
 """Collectives inside torch.compile(backend="tpu") graphs on tpu_dist, under
 torchrun with 2 ranks (tests/dist_workers/compiled.py): compiled funcol
-collectives against gloo on CPU tensors, a compiled tensor-parallel step and
-FSDP2 with compiled blocks against one CPU process, and a collective in
+collectives against gloo on CPU tensors, a compiled tensor-parallel step, compiled
+DDP and FSDP2 with compiled blocks against one CPU process, and a collective in
 fused eager mode. No graph runs op by op, nothing falls back to the CPU."""
 
 from dist_launch import run_ok

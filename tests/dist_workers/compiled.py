@@ -8,6 +8,9 @@ on CPU tensors and against one CPU process on the full batch.
 - a compiled tensor-parallel MLP (ColwiseParallel / RowwiseParallel after a
   replicated LayerNorm: all_reduce in the forward and in the backward
   graph) trains 3 SGD steps equal to one CPU process on the full batch;
+- DDP: torch.compile of the DDP module (Dynamo's DDPOptimizer cuts the
+  graph at the gradient buckets; the reducer's all-reduces stay eager hooks)
+  trains 3 SGD steps equal to one CPU process on the full batch;
 - FSDP2: torch 2.13 never traces FSDP2's hooks (`_dynamo_disable` on every
   one of them), so its all-gathers and reduce-scatters stay eager; each
   block's forward is compiled (its backward graph too) and 3 AdamW steps
@@ -166,6 +169,31 @@ for x, y in batches(BATCH * world):  # each rank trains on its shard of the batc
     losses.append(full.cpu())
 params = {n: p.full_tensor().detach().cpu() for n, p in fsdp.named_parameters()}
 compare("FSDP2", (losses, params), ref)
+s = check_no_eager_graphs()
+assert s["compiles"] > before["compiles"], s
+cases += 1
+
+# ---- DDP, compiled -------------------------------------------------------------
+
+torch.manual_seed(0)
+ref_model = MLP()
+ref = one_process(ref_model, torch.optim.SGD(ref_model.parameters(), lr=0.1, momentum=0.9))
+torch.manual_seed(0)
+ddp = torch.nn.parallel.DistributedDataParallel(MLP().to("tpu"))
+opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+step_model = torch.compile(ddp, backend="tpu")
+before = torch_tpu.compile_stats()
+losses = []
+for x, y in batches(BATCH * world):  # each rank trains on its shard of the batch
+    x, y = x.chunk(world)[rank].to("tpu"), y.chunk(world)[rank].to("tpu")
+    loss = torch.nn.functional.mse_loss(step_model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    full = loss.detach().clone()
+    dist.all_reduce(full, dist.ReduceOp.AVG)
+    losses.append(full.cpu())
+compare("DDP", (losses, {n: p.detach().cpu() for n, p in ddp.module.named_parameters()}), ref)
 s = check_no_eager_graphs()
 assert s["compiles"] > before["compiles"], s
 cases += 1
