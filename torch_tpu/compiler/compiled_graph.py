@@ -1,6 +1,7 @@
 """One FX graph as a callable: a compiled program per input signature (per
-shape bucket when its sizes are symbolic), or eager execution (op by op on
-tpu) when the graph cannot become a program."""
+shape bucket when its sizes are symbolic), program segments around its
+collectives (collective_segments.py), or eager execution (op by op on tpu)
+when the graph cannot become programs."""
 import time
 
 import torch
@@ -10,6 +11,7 @@ from . import stats
 from .graph_spec import GraphSpec, Unsupported
 from .buckets import bucket, buckets_enabled
 from .bucketed_program import BucketedProgram, BucketPlan, NoBucket, materialize
+from .collective_segments import SegmentedGraph, collectives_in_program, has_collectives
 
 
 def _signature(args):
@@ -30,7 +32,10 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str, saved_from=None, updates=()):
+    def __init__(self, gm: torch.fx.GraphModule, name: str, saved_from=None, updates=(), segment=False):
+        """`segment`: this graph is one program segment of a graph with
+        collectives (not counted as a graph of its own, exact shapes only:
+        a collective must see real sizes, never a bucket's padding)."""
         self.gm = gm
         self.name = name
         # (argument, graph output): the output is the argument's new value,
@@ -41,15 +46,23 @@ class CompiledGraph:
         self.saved_from = n_out if saved_from is None else saved_from
         self.programs = {}  # signature -> (GraphExecutable, GraphSpec) or None (runs eagerly)
         self.bucketed = {}  # bucket key -> BucketedProgram
-        plan = BucketPlan(gm) if buckets_enabled() else None
+        self.segmented = None
+        if not segment:
+            stats.record_graph(name, gm)
+            if has_collectives(gm) and not collectives_in_program(gm):
+                self.segmented = SegmentedGraph(gm, name, lambda g, n: CompiledGraph(g, n, segment=True))
+                stats.record_segments(name, self.segmented)
+        plan = BucketPlan(gm) if buckets_enabled() and not segment and self.segmented is None else None
         self.plan = plan if plan is not None and plan.active else None
-        stats.record_graph(name, gm)
 
     def __call__(self, *args):
         # Boxed (one list, which we may clear) or, where a wrapper dropped
         # the _boxed_call flag, plain positional arguments. Graph inputs are
         # tensors and numbers, never a list, so the two cannot be confused.
         args = args[0] if len(args) == 1 and type(args[0]) is list else list(args)
+        if self.segmented is not None:
+            materialize(args)
+            return self.segmented(args)
         if self.plan is not None:
             out = self._call_bucketed(args)
             if out is not None:

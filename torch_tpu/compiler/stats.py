@@ -9,7 +9,8 @@ _stats = {}
 def _reset():
     _stats.clear()
     _stats.update(graphs=0, compiles=0, recompiles=0, compile_seconds=0.0, xla_compile_seconds=0.0,
-                  ops_compiled=0, op_counts={}, eager_graphs={}, bucketed_compiles=0, bucket_fallbacks={})
+                  ops_compiled=0, op_counts={}, eager_graphs={}, bucketed_compiles=0, bucket_fallbacks={},
+                  segmented_graphs=0, collectives=0)
 
 
 _reset()
@@ -18,6 +19,13 @@ _reset()
 def record_graph(name, gm):
     with _lock:
         _stats["graphs"] += 1
+
+
+def record_segments(name, segmented):
+    """A graph cut at its collectives into program segments."""
+    with _lock:
+        _stats["segmented_graphs"] += 1
+        _stats["collectives"] += segmented.collective_count
 
 
 def record_compile(name, seconds, xla_seconds, ops, bucketed=False):
@@ -63,8 +71,12 @@ def compile_stats():
     ops_compiled, op_counts ({ATen op: nodes compiled into programs}),
     eager_graphs ({graph: reason} for graphs that could not become one
     program and run op by op instead), bucketed_compiles (programs
-    built for a shape bucket, serving a range of sizes) and bucket_fallbacks
-    ({graph: reason} for symbolic-size graphs compiled per exact shape)."""
+    built for a shape bucket, serving a range of sizes), bucket_fallbacks
+    ({graph: reason} for symbolic-size graphs compiled per exact shape),
+    segmented_graphs (graphs cut at their collectives into program
+    segments, each compiled as a program) and collectives (the
+    `_c10d_functional` collectives, waits not counted, that run between
+    segments)."""
     with _lock:
         s = dict(_stats)
         s["op_counts"] = dict(_stats["op_counts"])

@@ -8,6 +8,7 @@
 #include "backend/dist/host_staging.h"
 #include "backend/dist/missing_ranks.h"
 #include "backend/dist/tpu_dist_work.h"
+#include "backend/pending_work.h"
 
 namespace tt::backend::dist {
 namespace {
@@ -110,6 +111,11 @@ WorkPtr TpuDistBackend::track(WorkPtr w) {
 }
 
 WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
+  // A collective ends fused eager's pending cluster: what was recorded
+  // before it runs before it, so every rank cuts its clusters at the same
+  // collectives and issues the same programs in the same order. (A pending
+  // input was already run when the plan read it to the host.)
+  pending_work::flush("collective");
   const std::string w = what(plan.sig.op);
   const uint64_t seq = ++seq_;
   auto missing = [this, seq] {

@@ -1,0 +1,11 @@
+"""Collectives inside torch.compile(backend="tpu") graphs on tpu_dist, under
+torchrun with 2 ranks (tests/dist_workers/compiled.py): compiled funcol
+collectives against gloo on CPU tensors, a compiled tensor-parallel step, compiled
+DDP and FSDP2 with compiled blocks against one CPU process, and a collective in
+fused eager mode. No graph runs op by op, nothing falls back to the CPU."""
+
+from dist_launch import run_ok
+
+
+def test_collectives_in_compiled_graphs():
+    run_ok("compiled.py", nproc=2, timeout=180, env={"TORCH_TPU_FALLBACK": "error"})
