@@ -26,28 +26,40 @@ STEP_LINE = re.compile(r"step:\s*(\d+)\s+loss:\s*([-\d.eE+naif]+).*?tps:\s*([\d,
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4):
-    """The torchrun command line; float32 parameters so that runs compare exactly."""
+DEVICES = ("tpu", "cpu")
+
+
+def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4, device: str = "tpu"):
+    """The torchrun command line; float32 parameters so that runs compare exactly.
+    device "tpu": `-m torchtitan.train` unchanged; "cpu": the same trainer through
+    cpu_train.py (TorchTitan's device set to cpu, backend gloo)."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    entry = ["-m", "torchtitan.train"] if device == "tpu" else [str(HERE / "cpu_train.py")]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            "-m", "torchtitan.train", "--module", "tpu_configs", "--config", "llama3_debugmodel_sdpa",
+            *entry, "--module", "tpu_configs", "--config", "llama3_debugmodel_sdpa",
             f"--training.steps={steps}", f"--training.seq_len={seq_len}", f"--training.local_batch_size={batch}",
             "--training.mixed_precision_param=float32", "--debug.seed=42",
             "--metrics.log_freq=1", *extra]
 
 
-def titan_env(extra_env=None):
+def titan_env(extra_env=None, device="tpu"):
     env = dict(os.environ)
+    if device == "cpu":  # plain PyTorch: torch_tpu is not loaded
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
     env.update(extra_env or {})
     return env
 
 
-def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_env=None, **kw):
-    """Runs TorchTitan in `workdir`; returns ({step: loss}, {step: (tps, mfu)}, full log)."""
+def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_env=None, device="tpu", **kw):
+    """Runs TorchTitan in `workdir` on `device` ("tpu", or "cpu" with gloo);
+    returns ({step: loss}, {step: (tps, mfu)}, full log)."""
     workdir = Path(workdir)
     make_assets(workdir)
-    proc = subprocess.Popen(titan_command(nproc, steps, extra, **kw), cwd=workdir, env=titan_env(extra_env),
+    proc = subprocess.Popen(titan_command(nproc, steps, extra, device=device, **kw), cwd=workdir,
+                            env=titan_env(extra_env, device),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     losses, speed, lines = {}, {}, []
     try:
