@@ -2,13 +2,16 @@
 
     .venv-2.14/bin/python examples/torchtitan/run.py            # 2 ranks, 20 steps
     .venv-2.14/bin/python examples/torchtitan/run.py --nproc 1 --steps 10 -- --compile.enable
+    .venv-2.14/bin/python examples/torchtitan/run.py --device cpu   # reference: TorchTitan on the CPU, gloo
 
 Needs `bash scripts/setup.sh --titan`. Writes the tokenizer and dataset that
 TorchTitan's config reads (make_assets.py) into --workdir, runs
 `torchrun -m torchtitan.train --module tpu_configs --config llama3_debugmodel_sdpa`
 there (TorchTitan finds the tpu device and the tpu_dist backend itself), shows
 TorchTitan's own step lines (loss, tokens/s, MFU) as they come, and writes
-loss.png. Arguments after `--` go to TorchTitan unchanged.
+loss.png. Arguments after `--` go to TorchTitan unchanged. `--device cpu` runs
+the same command through cpu_train.py (TorchTitan's trainer on the CPU with gloo,
+torch_tpu not loaded), the reference for the tpu runs.
 """
 import argparse
 import os
@@ -84,7 +87,7 @@ def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_en
     return losses, speed, log
 
 
-def plot(losses, path):
+def plot(losses, path, device="tpu"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -92,7 +95,7 @@ def plot(losses, path):
     steps = sorted(losses)
     plt.figure(figsize=(6, 4))
     plt.plot(steps, [losses[s] for s in steps], marker="o")
-    plt.xlabel("step"); plt.ylabel("loss"); plt.title("TorchTitan llama3 debug model on tpu")
+    plt.xlabel("step"); plt.ylabel("loss"); plt.title(f"TorchTitan llama3 debug model on {device}")
     plt.grid(True); plt.tight_layout(); plt.savefig(path)
 
 
@@ -100,13 +103,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--workdir", default="/tmp/torchtitan_tpu")
+    p.add_argument("--device", choices=DEVICES, default="tpu", help="cpu: TorchTitan on the CPU with gloo")
+    p.add_argument("--workdir", default=None, help="default /tmp/torchtitan_<device>")
     p.add_argument("titan_args", nargs="*", help="passed to torchtitan after --")
     a = p.parse_args()
-    losses, speed, log = run_titan(a.workdir, a.nproc, a.steps, a.titan_args)
-    out = Path(a.workdir) / "loss.png"
-    plot(losses, out)
-    (Path(a.workdir) / "titan.log").write_text(log)
+    workdir = Path(a.workdir or f"/tmp/torchtitan_{a.device}")
+    losses, speed, log = run_titan(workdir, a.nproc, a.steps, a.titan_args, device=a.device)
+    out = workdir / "loss.png"
+    plot(losses, out, a.device)
+    (workdir / "titan.log").write_text(log)
     tps = [t for s, (t, _) in sorted(speed.items()) if s > 1]
     print(f"{len(losses)} steps, final loss {losses[max(losses)]:.4f}, "
           f"median tokens/s per rank after step 1: {sorted(tps)[len(tps) // 2] if tps else 'n/a'}; "
