@@ -127,9 +127,10 @@ def ratios(by_name):
                                               / by_name["tpu_eager_fsdp2_2"]["first_step_s"])
         res["compiled / eager tokens/s"] = (by_name["tpu_compiled_fsdp2_2"]["tokens_per_s"]
                                             / by_name["tpu_eager_fsdp2_2"]["tokens_per_s"])
-    if ok("tpu_eager_fsdp2_2") and ok(cpu):
-        a, b = by_name["tpu_eager_fsdp2_2"]["losses"], by_name[cpu]["losses"]
-        res["max |loss tpu eager - loss CPU| (2 ranks)"] = max(abs(a[s] - b[s]) for s in a if s in b)
+    for n, label in (("tpu_eager_fsdp2_2", "eager"), ("tpu_compiled_fsdp2_2", "compiled")):
+        if ok(n) and ok(cpu):
+            a, b = by_name[n]["losses"], by_name[cpu]["losses"]
+            res[f"max |loss tpu {label} - loss CPU| (2 ranks)"] = max(abs(a[s] - b[s]) for s in a if s in b)
     return res
 
 
