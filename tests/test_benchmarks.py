@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch_tpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,3 +123,35 @@ def test_collectives_bad_ranks_are_refused(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "collectives.py"), "--ranks", "3",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "unsupported --ranks 3" in p.stderr
+
+
+TITAN_PYTHON = os.path.join(ROOT, ".venv-2.14", "bin", "python")
+
+
+@pytest.mark.skipif(os.environ.get("TORCH_TPU_HEAVY") != "1",
+                    reason="heavy tier: set TORCH_TPU_HEAVY=1 (benchmarks/torchtitan.py --quick: 6 torchruns, ~3 min)")
+@pytest.mark.skipif(not os.path.exists(TITAN_PYTHON), reason="needs `bash scripts/setup.sh --titan` (.venv-2.14)")
+def test_torchtitan_quick_prints_table_and_json(tmp_path):
+    """benchmarks/torchtitan.py --quick: tpu eager at 1 and 2 ranks, tpu compiled
+    and CPU + gloo at 2 ranks, from one seed checkpoint; every run has positive
+    tokens/s and first-step time, and the 2-rank runs logged the same losses."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TPU_NUM_DEVICES"}
+    cmd = [TITAN_PYTHON, os.path.join(ROOT, "benchmarks", "torchtitan.py"), "--quick", "--out", str(tmp_path),
+           "--workdir", str(tmp_path / "runs"), "--timeout", "600"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/", timeout=1500)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with open(tmp_path / "torchtitan_latest.json") as f:
+        doc = json.load(f)
+    names = ["tpu_eager_fsdp2_1", "tpu_eager_fsdp2_2", "tpu_compiled_fsdp2_2", "cpu_gloo_fsdp2_2"]
+    assert sorted(doc["results"]) == sorted(names)
+    for name in names:
+        r = doc["results"][name]
+        assert r["status"] == "ok", r
+        assert r["tokens_per_s"] > 0 and r["first_step_s"] > 0 and r["steps_per_s"] > 0, r
+        assert name in p.stdout
+    cpu = doc["results"]["cpu_gloo_fsdp2_2"]["losses"]
+    for name in ("tpu_eager_fsdp2_2", "tpu_compiled_fsdp2_2"):
+        got = doc["results"][name]["losses"]
+        assert got.keys() == cpu.keys()
+        assert all(math.isclose(got[s], cpu[s], abs_tol=2e-5) for s in cpu), (name, got, cpu)
+    assert "tokens/s" in p.stdout and "first step" in p.stdout

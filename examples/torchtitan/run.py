@@ -2,13 +2,16 @@
 
     .venv-2.14/bin/python examples/torchtitan/run.py            # 2 ranks, 20 steps
     .venv-2.14/bin/python examples/torchtitan/run.py --nproc 1 --steps 10 -- --compile.enable
+    .venv-2.14/bin/python examples/torchtitan/run.py --device cpu   # reference: TorchTitan on the CPU, gloo
 
 Needs `bash scripts/setup.sh --titan`. Writes the tokenizer and dataset that
 TorchTitan's config reads (make_assets.py) into --workdir, runs
 `torchrun -m torchtitan.train --module tpu_configs --config llama3_debugmodel_sdpa`
 there (TorchTitan finds the tpu device and the tpu_dist backend itself), shows
 TorchTitan's own step lines (loss, tokens/s, MFU) as they come, and writes
-loss.png. Arguments after `--` go to TorchTitan unchanged.
+loss.png. Arguments after `--` go to TorchTitan unchanged. `--device cpu` runs
+the same command through cpu_train.py (TorchTitan's trainer on the CPU with gloo,
+torch_tpu not loaded), the reference for the tpu runs.
 """
 import argparse
 import os
@@ -26,28 +29,40 @@ STEP_LINE = re.compile(r"step:\s*(\d+)\s+loss:\s*([-\d.eE+naif]+).*?tps:\s*([\d,
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4):
-    """The torchrun command line; float32 parameters so that runs compare exactly."""
+DEVICES = ("tpu", "cpu")
+
+
+def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4, device: str = "tpu"):
+    """The torchrun command line; float32 parameters so that runs compare exactly.
+    device "tpu": `-m torchtitan.train` unchanged; "cpu": the same trainer through
+    cpu_train.py (TorchTitan's device set to cpu, backend gloo)."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    entry = ["-m", "torchtitan.train"] if device == "tpu" else [str(HERE / "cpu_train.py")]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            "-m", "torchtitan.train", "--module", "tpu_configs", "--config", "llama3_debugmodel_sdpa",
+            *entry, "--module", "tpu_configs", "--config", "llama3_debugmodel_sdpa",
             f"--training.steps={steps}", f"--training.seq_len={seq_len}", f"--training.local_batch_size={batch}",
             "--training.mixed_precision_param=float32", "--debug.seed=42",
             "--metrics.log_freq=1", *extra]
 
 
-def titan_env(extra_env=None):
+def titan_env(extra_env=None, device="tpu"):
     env = dict(os.environ)
+    if device == "cpu":  # plain PyTorch: torch_tpu is not loaded
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
     env.update(extra_env or {})
     return env
 
 
-def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_env=None, **kw):
-    """Runs TorchTitan in `workdir`; returns ({step: loss}, {step: (tps, mfu)}, full log)."""
+def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_env=None, device="tpu", **kw):
+    """Runs TorchTitan in `workdir` on `device` ("tpu", or "cpu" with gloo);
+    returns ({step: loss}, {step: (tps, mfu)}, full log)."""
     workdir = Path(workdir)
     make_assets(workdir)
-    proc = subprocess.Popen(titan_command(nproc, steps, extra, **kw), cwd=workdir, env=titan_env(extra_env),
+    proc = subprocess.Popen(titan_command(nproc, steps, extra, device=device, **kw), cwd=workdir,
+                            env=titan_env(extra_env, device),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     losses, speed, lines = {}, {}, []
     try:
@@ -72,7 +87,7 @@ def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_en
     return losses, speed, log
 
 
-def plot(losses, path):
+def plot(losses, path, device="tpu"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -80,7 +95,7 @@ def plot(losses, path):
     steps = sorted(losses)
     plt.figure(figsize=(6, 4))
     plt.plot(steps, [losses[s] for s in steps], marker="o")
-    plt.xlabel("step"); plt.ylabel("loss"); plt.title("TorchTitan llama3 debug model on tpu")
+    plt.xlabel("step"); plt.ylabel("loss"); plt.title(f"TorchTitan llama3 debug model on {device}")
     plt.grid(True); plt.tight_layout(); plt.savefig(path)
 
 
@@ -88,13 +103,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--workdir", default="/tmp/torchtitan_tpu")
+    p.add_argument("--device", choices=DEVICES, default="tpu", help="cpu: TorchTitan on the CPU with gloo")
+    p.add_argument("--workdir", default=None, help="default /tmp/torchtitan_<device>")
     p.add_argument("titan_args", nargs="*", help="passed to torchtitan after --")
     a = p.parse_args()
-    losses, speed, log = run_titan(a.workdir, a.nproc, a.steps, a.titan_args)
-    out = Path(a.workdir) / "loss.png"
-    plot(losses, out)
-    (Path(a.workdir) / "titan.log").write_text(log)
+    workdir = Path(a.workdir or f"/tmp/torchtitan_{a.device}")
+    losses, speed, log = run_titan(workdir, a.nproc, a.steps, a.titan_args, device=a.device)
+    out = workdir / "loss.png"
+    plot(losses, out, a.device)
+    (workdir / "titan.log").write_text(log)
     tps = [t for s, (t, _) in sorted(speed.items()) if s > 1]
     print(f"{len(losses)} steps, final loss {losses[max(losses)]:.4f}, "
           f"median tokens/s per rank after step 1: {sorted(tps)[len(tps) // 2] if tps else 'n/a'}; "
