@@ -433,7 +433,7 @@ void Runtime::CheckCapacity(int device, int64_t bytes) const {
 }
 
 BufferPtr Runtime::StartFromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
-                                 bool until_transfer_completes, void** done_event) {
+                                 int semantics, void** done_event) {
   const auto& api = *state_->api;
   CheckDevice(device);
   if (element_size(t) == 0) throw Error(3, "FromHost: invalid element type");
@@ -454,8 +454,7 @@ BufferPtr Runtime::StartFromHost(const void* data, ElementType t, const std::vec
   a.type = static_cast<PJRT_Buffer_Type>(t);
   a.dims = dims.data();
   a.num_dims = dims.size();
-  a.host_buffer_semantics = until_transfer_completes ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
-                                                     : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.host_buffer_semantics = static_cast<PJRT_HostBufferSemantics>(semantics);
   a.device = static_cast<PJRT_Device*>(devices_[device]);
   detail::ThrowIfError(api, api.Client_BufferFromHostBuffer(&a), "PJRT_Client_BufferFromHostBuffer");
   *done_event = a.done_with_host_buffer;
@@ -469,7 +468,7 @@ BufferPtr Runtime::StartFromHost(const void* data, ElementType t, const std::vec
 
 BufferPtr Runtime::FromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device) {
   void* done = nullptr;
-  BufferPtr buf = StartFromHost(data, t, dims, device, /*until_transfer_completes=*/false, &done);
+  BufferPtr buf = StartFromHost(data, t, dims, device, PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, &done);
   // The data was copied during the call; the event is (or soon will be)
   // ready. Await it so the "host memory may be reused" promise holds even
   // for a plugin that finishes the copy late.
@@ -497,11 +496,28 @@ bool Runtime::host_copy_in_call() const { return state_->is_cpu; }
 
 BufferPtr Runtime::FromHostAsync(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
                                  std::shared_ptr<void> keep_alive) {
+  void* done = nullptr;
+  BufferPtr buf =
+      StartFromHost(data, t, dims, device, PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes, &done);
+  ReleaseWhenDone(done, std::move(keep_alive));
+  return buf;
+}
+
+bool Runtime::can_alias_host() const { return state_->is_cpu; }
+
+BufferPtr Runtime::FromHostAliased(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                                   std::shared_ptr<void> keep_alive) {
+  if (!can_alias_host()) return FromHost(data, t, dims, device);
+  void* done = nullptr;
+  BufferPtr buf = StartFromHost(data, t, dims, device, PJRT_HostBufferSemantics_kImmutableZeroCopy, &done);
+  ReleaseWhenDone(done, std::move(keep_alive));
+  return buf;
+}
+
+void Runtime::ReleaseWhenDone(void* done_event, std::shared_ptr<void> keep_alive) {
   const auto& api = *state_->api;
-  void* done_ptr = nullptr;
-  BufferPtr buf = StartFromHost(data, t, dims, device, /*until_transfer_completes=*/true, &done_ptr);
-  auto* done = static_cast<PJRT_Event*>(done_ptr);
-  if (!done) return buf;  // the plugin finished with the host memory during the call
+  auto* done = static_cast<PJRT_Event*>(done_event);
+  if (!done) return;  // the plugin finished with the host memory during the call
   if (api.Event_OnReady) {
     auto* k = new HostKeepAlive{&api, std::move(keep_alive)};
     auto r = TT_ARGS(PJRT_Event_OnReady_Args);
@@ -515,14 +531,13 @@ BufferPtr Runtime::FromHostAsync(const void* data, ElementType t, const std::vec
       auto d = TT_ARGS(PJRT_Event_Destroy_Args);
       d.event = done;
       detail::SwallowError(api, api.Event_Destroy(&d));
-      return buf;
+      return;
     }
     detail::SwallowError(api, err);
     keep_alive = std::move(k->owner);
     delete k;
   }
   detail::AwaitAndDestroyEvent(api, done, "PJRT_Client_BufferFromHostBuffer (host copy)");
-  return buf;
 }
 
 BufferPtr Runtime::CopyToDevice(const Buffer& src, int device) {

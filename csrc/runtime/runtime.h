@@ -173,6 +173,18 @@ class Runtime {
   // (no PJRT_Event_OnReady), this waits, like FromHost.
   BufferPtr FromHostAsync(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
                           std::shared_ptr<void> keep_alive);
+  // Like FromHostAsync, but on plugins that can (XLA's CPU plugin, where
+  // device memory is host memory: can_alias_host()) the buffer uses `data`
+  // as its own memory instead of copying it (PJRT zero copy), so `data` must
+  // stay alive and unchanged for the buffer's whole life: `keep_alive` is
+  // released once the plugin is done with it (the buffer destroyed, or the
+  // copy finished where the plugin copied after all). `data` should be
+  // 64-byte aligned (the CPU plugin copies otherwise). Elsewhere this is
+  // FromHost and releases `keep_alive` before returning.
+  BufferPtr FromHostAliased(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
+                            std::shared_ptr<void> keep_alive);
+  // Whether FromHostAliased can alias host memory on this plugin.
+  bool can_alias_host() const;
   // True for plugins that copy host memory during the transfer call anyway
   // (XLA's CPU plugin: measured, FromHostAsync of 64 MiB returns only when the
   // copy is done), where FromHostAsync gains nothing over FromHost.
@@ -217,10 +229,15 @@ class Runtime {
   void CheckDevice(int device) const;   // throws Error(3) when out of range
   // Throws the out-of-memory Error when `bytes` more would pass the capacity.
   void CheckCapacity(int device, int64_t bytes) const;
-  // FromHost and FromHostAsync: issues the transfer; returns the buffer and
-  // the plugin's done-with-host-memory event (may be NULL).
+  // FromHost, FromHostAsync and FromHostAliased: issues the transfer;
+  // returns the buffer and the plugin's done-with-host-memory event (may be
+  // NULL).
+  // `semantics` is a PJRT_HostBufferSemantics value.
   BufferPtr StartFromHost(const void* data, ElementType t, const std::vector<int64_t>& dims, int device,
-                          bool until_transfer_completes, void** done_event);
+                          int semantics, void** done_event);
+  // Holds `keep_alive` until `done_event` (a PJRT_Event*, may be NULL) fires,
+  // then releases it (waits for it where the plugin has no OnReady).
+  void ReleaseWhenDone(void* done_event, std::shared_ptr<void> keep_alive);
   void Account(int device, int64_t bytes, int64_t buffers);  // Buffer ctor/dtor
   // Takes ownership of a PJRT_LoadedExecutable and reads its output
   // signature; with `serialized`, also serializes it there ("" if the plugin

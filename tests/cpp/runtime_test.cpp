@@ -184,6 +184,29 @@ int main() {
         CHECK(watch.expired());
       }
 
+      // ---- aliased upload: on the CPU plugin the buffer uses the host
+      // memory itself, so its owner lives exactly as long as the buffer;
+      // elsewhere it is a copy and the owner is released at once.
+      {
+        constexpr size_t kN = size_t{1} << 20;
+        std::shared_ptr<float> host(static_cast<float*>(std::aligned_alloc(64, kN * 4)), &std::free);
+        for (size_t i = 0; i < kN; ++i) host.get()[i] = static_cast<float>(i % 777);
+        std::weak_ptr<float> watch = host;
+        const float* p = host.get();
+        BufferPtr aliased = rt.FromHostAliased(p, ElementType::F32, {int64_t{1} << 20}, 0, std::move(host));
+        std::vector<float> back(kN);
+        aliased->ToHost(back.data(), back.size() * 4);
+        CHECK(back[0] == 0 && back[776] == 776 && back[777] == 0);
+        CHECK(rt.can_alias_host() == (rt.info().platform == "cpu"));
+        if (rt.can_alias_host()) {
+          usleep(20000);
+          CHECK(!watch.expired());  // still the buffer's memory
+        }
+        aliased.reset();
+        for (int i = 0; i < 500 && !watch.expired(); ++i) usleep(10000);
+        CHECK(watch.expired());
+      }
+
       // ---- compile + execute on device 0
       ExecutablePtr add = rt.Compile(kAdd);
       CHECK(add->num_outputs() == 1);

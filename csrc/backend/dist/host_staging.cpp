@@ -3,7 +3,12 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
 #include "backend/device_storage.h"
+#include "backend/dist/host_pool.h"
 #include "backend/executor.h"
 #include "backend/program_runner.h"
 #include "backend/storage_contents.h"
@@ -35,7 +40,7 @@ void check_tpu(const at::Tensor& t, const char* what) {
 at::Tensor to_host(const at::Tensor& device) {
   // One transfer straight into the result (Tensor.cpu() would stage it in a
   // second host tensor).
-  at::Tensor host = at::empty(device.sizes(), device.options().device(at::kCPU));
+  at::Tensor host = pooled_host_tensor(device.sizes(), device.scalar_type());
   if (device.numel() > 0) {
     runtime::BufferPtr buf = dense_buffer(device);
     verify_device_checks();  // the host waits here: raise what earlier programs found
@@ -46,7 +51,12 @@ at::Tensor to_host(const at::Tensor& device) {
 }
 
 at::Tensor host_like(const at::Tensor& device) {
-  return at::empty(device.sizes(), device.options().device(at::kCPU).dtype(wire_dtype(device.scalar_type())));
+  return pooled_host_tensor(device.sizes(), wire_dtype(device.scalar_type()));
+}
+
+bool host_aliasing_enabled() {
+  const char* v = std::getenv("TORCH_TPU_DIST_ZERO_COPY");
+  return !(v && std::strcmp(v, "0") == 0);
 }
 
 bool direct_write(const at::Tensor& device) {
@@ -65,8 +75,17 @@ void write_back(const at::Tensor& device, const at::Tensor& host) {
     return;
   }
   int dev = device.device().index();
-  auto buf = runtime_for(dev).FromHost(value.const_data_ptr(), to_element_type(device.scalar_type()),
-                                       device.sizes().vec(), dev);
+  runtime::Runtime& rt = runtime_for(dev);
+  const void* data = value.const_data_ptr();
+  auto type = to_element_type(device.scalar_type());
+  runtime::BufferPtr buf;
+  if (host_aliasing_enabled() && rt.can_alias_host()) {
+    // The new buffer keeps the host result as its memory (no copy); the
+    // host tensor is not touched again and lives until the plugin lets go.
+    buf = rt.FromHostAliased(data, type, device.sizes().vec(), dev, std::make_shared<at::Tensor>(value));
+  } else {
+    buf = rt.FromHost(data, type, device.sizes().vec(), dev);
+  }
   set_buffer(storage_of(device), std::move(buf));
 }
 
