@@ -15,16 +15,6 @@
 namespace tt::runtime {
 namespace {
 
-// Offsets and sizes as in XLA's pjrt_c_api.h (LP64).
-static_assert(offsetof(PJRT_KeyValueGetCallback_Args, timeout_in_ms) == 32, "kv get timeout_in_ms");
-static_assert(offsetof(PJRT_KeyValueGetCallback_Args, callback_error) == 40, "kv get callback_error");
-static_assert(offsetof(PJRT_KeyValueGetCallback_Args, value_deleter_callback) == 72, "kv get deleter");
-static_assert(PJRT_KeyValueGetCallback_Args_STRUCT_SIZE == 80, "kv get size");
-static_assert(offsetof(PJRT_KeyValueTryGetCallback_Args, callback_error) == 32, "kv try_get callback_error");
-static_assert(PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE == 72, "kv try_get size");
-static_assert(offsetof(PJRT_KeyValuePutCallback_Args, value) == 32, "kv put value");
-static_assert(PJRT_KeyValuePutCallback_Args_STRUCT_SIZE == 64, "kv put size");
-
 std::mutex g_mu;
 std::shared_ptr<KeyValueStore> g_store;  // guarded by g_mu
 bool g_client_starting = false;          // guarded by g_mu
