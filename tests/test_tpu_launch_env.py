@@ -174,9 +174,11 @@ def test_set_env_keeps_user_values_and_store_serves_client():
 
         # The CPU plugin's client, created with the callbacks, still works.
         assert not _C._pjrt_client_has_kv_store()
+        keys = store.num_keys()
         x = torch.arange(4.0, device="tpu") * 2
         assert x.cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
         assert _C._pjrt_client_has_kv_store()
+        assert store.num_keys() == keys  # the CPU plugin writes nothing to it
 
         # Too late now: the client exists.
         for call in (lambda: tdist.set_tpu_launch_env(store=store, env=dict(env)),
