@@ -65,6 +65,8 @@ _eager_decompositions.install()
 from . import distributed as _distributed  # noqa: E402
 
 _distributed.register()
+_tpu_module.distributed = _distributed  # torch.tpu.distributed.set_tpu_launch_env, as in TorchTPU
+sys.modules.setdefault("torch.tpu.distributed", _distributed)
 
 __version__ = "0.1.0"
 

@@ -292,17 +292,71 @@ typedef struct PJRT_Event_OnReady_Args {
 typedef PJRT_Error* PJRT_Event_OnReady_Fn(PJRT_Event_OnReady_Args* args);
 
 /* --------------------------------- client --------------------------------- */
+/* Key-value store callbacks the caller of PJRT_Client_Create may provide (a
+ * store shared by all processes of a multi-process client). A callback
+ * reports failure by returning (*callback_error)(code, message, size): the
+ * plugin's constructor of PJRT_Error; NULL means success. A get hands the
+ * plugin a value it copies and then frees with value_deleter_callback. */
+typedef PJRT_Error* (*PJRT_CallbackError)(PJRT_Error_Code code, const char* message, size_t message_size);
+typedef void (*PJRT_KeyValueGetCallback_ValueDeleter)(char* value);
+typedef struct PJRT_KeyValueGetCallback_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  const char* key;
+  size_t key_size;
+  int timeout_in_ms;
+  PJRT_CallbackError* callback_error;
+  void* user_arg;
+  char* value;       /* out */
+  size_t value_size; /* out */
+  PJRT_KeyValueGetCallback_ValueDeleter value_deleter_callback; /* out */
+} PJRT_KeyValueGetCallback_Args;
+#define PJRT_KeyValueGetCallback_Args_STRUCT_SIZE \
+  TT_PJRT_SIZE_THROUGH(PJRT_KeyValueGetCallback_Args, value_deleter_callback)
+typedef PJRT_Error* (*PJRT_KeyValueGetCallback)(PJRT_KeyValueGetCallback_Args* args);
+
+/* As a get, but returns NOT_FOUND at once when the key is absent. */
+typedef void (*PJRT_KeyValueTryGetCallback_ValueDeleter)(char* value);
+typedef struct PJRT_KeyValueTryGetCallback_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  const char* key;
+  size_t key_size;
+  PJRT_CallbackError* callback_error;
+  void* user_arg;
+  char* value;       /* out */
+  size_t value_size; /* out */
+  PJRT_KeyValueTryGetCallback_ValueDeleter value_deleter_callback; /* out */
+} PJRT_KeyValueTryGetCallback_Args;
+#define PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE \
+  TT_PJRT_SIZE_THROUGH(PJRT_KeyValueTryGetCallback_Args, value_deleter_callback)
+typedef PJRT_Error* (*PJRT_KeyValueTryGetCallback)(PJRT_KeyValueTryGetCallback_Args* args);
+
+typedef struct PJRT_KeyValuePutCallback_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  const char* key;
+  size_t key_size;
+  const char* value; /* alive only during the call */
+  size_t value_size;
+  PJRT_CallbackError* callback_error;
+  void* user_arg;
+} PJRT_KeyValuePutCallback_Args;
+#define PJRT_KeyValuePutCallback_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_KeyValuePutCallback_Args, user_arg)
+typedef PJRT_Error* (*PJRT_KeyValuePutCallback)(PJRT_KeyValuePutCallback_Args* args);
+
 typedef struct PJRT_Client_Create_Args {
   size_t struct_size;
   PJRT_Extension_Base* extension_start;
   const PJRT_NamedValue* create_options;
   size_t num_options;
-  void* kv_get_callback; /* key-value store callbacks: unused, NULL */
+  /* NULL unless a store was registered (runtime/kv_store.h). */
+  PJRT_KeyValueGetCallback kv_get_callback;
   void* kv_get_user_arg;
-  void* kv_put_callback;
+  PJRT_KeyValuePutCallback kv_put_callback;
   void* kv_put_user_arg;
   PJRT_Client* client; /* out */
-  void* kv_try_get_callback;
+  PJRT_KeyValueTryGetCallback kv_try_get_callback;
   void* kv_try_get_user_arg;
 } PJRT_Client_Create_Args;
 #define PJRT_Client_Create_Args_STRUCT_SIZE \

@@ -89,6 +89,39 @@ TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, event) == 16, "PJRT_Event_OnRead
 TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, callback) == 24, "PJRT_Event_OnReady_Args.callback");
 TT_ABI_ASSERT(offsetof(PJRT_Event_OnReady_Args, user_arg) == 32, "PJRT_Event_OnReady_Args.user_arg");
 TT_ABI_ASSERT(sizeof(PJRT_Event_OnReady_Args) == 40, "sizeof(PJRT_Event_OnReady_Args)");
+/* PJRT_KeyValueGetCallback_Args */
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, struct_size) == 0, "PJRT_KeyValueGetCallback_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, extension_start) == 8, "PJRT_KeyValueGetCallback_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, key) == 16, "PJRT_KeyValueGetCallback_Args.key");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, key_size) == 24, "PJRT_KeyValueGetCallback_Args.key_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, timeout_in_ms) == 32, "PJRT_KeyValueGetCallback_Args.timeout_in_ms");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, callback_error) == 40, "PJRT_KeyValueGetCallback_Args.callback_error");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, user_arg) == 48, "PJRT_KeyValueGetCallback_Args.user_arg");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, value) == 56, "PJRT_KeyValueGetCallback_Args.value");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, value_size) == 64, "PJRT_KeyValueGetCallback_Args.value_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueGetCallback_Args, value_deleter_callback) == 72, "PJRT_KeyValueGetCallback_Args.value_deleter_callback");
+TT_ABI_ASSERT(sizeof(PJRT_KeyValueGetCallback_Args) == 80, "sizeof(PJRT_KeyValueGetCallback_Args)");
+/* PJRT_KeyValueTryGetCallback_Args */
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, struct_size) == 0, "PJRT_KeyValueTryGetCallback_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, extension_start) == 8, "PJRT_KeyValueTryGetCallback_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, key) == 16, "PJRT_KeyValueTryGetCallback_Args.key");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, key_size) == 24, "PJRT_KeyValueTryGetCallback_Args.key_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, callback_error) == 32, "PJRT_KeyValueTryGetCallback_Args.callback_error");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, user_arg) == 40, "PJRT_KeyValueTryGetCallback_Args.user_arg");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, value) == 48, "PJRT_KeyValueTryGetCallback_Args.value");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, value_size) == 56, "PJRT_KeyValueTryGetCallback_Args.value_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValueTryGetCallback_Args, value_deleter_callback) == 64, "PJRT_KeyValueTryGetCallback_Args.value_deleter_callback");
+TT_ABI_ASSERT(sizeof(PJRT_KeyValueTryGetCallback_Args) == 72, "sizeof(PJRT_KeyValueTryGetCallback_Args)");
+/* PJRT_KeyValuePutCallback_Args */
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, struct_size) == 0, "PJRT_KeyValuePutCallback_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, extension_start) == 8, "PJRT_KeyValuePutCallback_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, key) == 16, "PJRT_KeyValuePutCallback_Args.key");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, key_size) == 24, "PJRT_KeyValuePutCallback_Args.key_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, value) == 32, "PJRT_KeyValuePutCallback_Args.value");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, value_size) == 40, "PJRT_KeyValuePutCallback_Args.value_size");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, callback_error) == 48, "PJRT_KeyValuePutCallback_Args.callback_error");
+TT_ABI_ASSERT(offsetof(PJRT_KeyValuePutCallback_Args, user_arg) == 56, "PJRT_KeyValuePutCallback_Args.user_arg");
+TT_ABI_ASSERT(sizeof(PJRT_KeyValuePutCallback_Args) == 64, "sizeof(PJRT_KeyValuePutCallback_Args)");
 /* PJRT_Client_Create_Args */
 TT_ABI_ASSERT(offsetof(PJRT_Client_Create_Args, struct_size) == 0, "PJRT_Client_Create_Args.struct_size");
 TT_ABI_ASSERT(offsetof(PJRT_Client_Create_Args, extension_start) == 8, "PJRT_Client_Create_Args.extension_start");
@@ -410,6 +443,9 @@ TT_ABI_ASSERT(PJRT_HostBufferSemantics_kImmutableOnlyDuringCall == 0, "PJRT_Host
 TT_ABI_ASSERT(PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes == 1, "PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes");
 TT_ABI_ASSERT(PJRT_HostBufferSemantics_kImmutableZeroCopy == 2, "PJRT_HostBufferSemantics_kImmutableZeroCopy");
 TT_ABI_ASSERT(PJRT_HostBufferSemantics_kMutableZeroCopy == 3, "PJRT_HostBufferSemantics_kMutableZeroCopy");
+TT_ABI_ASSERT(PJRT_KeyValueGetCallback_Args_STRUCT_SIZE == 80, "PJRT_KeyValueGetCallback_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_KeyValuePutCallback_Args_STRUCT_SIZE == 64, "PJRT_KeyValuePutCallback_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE == 72, "PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE == 24, "PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE == 80, "PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE == 32, "PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE");

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "runtime/compile_cache.h"
+#include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
 #include "runtime/sha256.h"
 
@@ -268,8 +269,10 @@ void Runtime::Init() {
   auto cc = TT_ARGS(PJRT_Client_Create_Args);
   cc.create_options = opts.empty() ? nullptr : opts.data();
   cc.num_options = opts.size();
+  const bool with_store = BeginClientCreate(&cc);  // kv callbacks, only when a store was registered
   ThrowIfError(api, api.Client_Create(&cc), ("PJRT_Client_Create (" + info_.path + ")").c_str());
   client_ = cc.client;
+  if (with_store) MarkClientCreatedWithKeyValueStore();
 
   auto pn = TT_ARGS(PJRT_Client_PlatformName_Args);
   pn.client = static_cast<PJRT_Client*>(client_);

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kv_store.h"
+#include "runtime/pjrt_abi.h"
 #include "runtime/runtime.h"
 
 using namespace tt::runtime;
@@ -71,6 +76,101 @@ static const char* kTwoOutputs =
     "  }\n"
     "}\n";
 
+// ---- key-value store callbacks (kv_store.h), called through the C ABI as a
+// plugin calls them; errors come back through the stand-in below.
+class MapStore : public KeyValueStore {
+ public:
+  std::string Get(const std::string& key, std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return map_.count(key) > 0; }))
+      throw KeyValueTimeout("no '" + key + "' in the map");
+    return map_[key];
+  }
+  bool TryGet(const std::string& key, std::string* value) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return false;
+    *value = it->second;
+    return true;
+  }
+  void Put(const std::string& key, const std::string& value) override {
+    if (key == "broken") throw std::runtime_error("store is down");
+    std::lock_guard<std::mutex> lock(mu_);
+    map_[key] = value;
+    cv_.notify_all();
+  }
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> map_;
+};
+
+struct TestError {
+  int code;
+  std::string message;
+};
+static PJRT_Error* MakeTestError(PJRT_Error_Code code, const char* message, size_t size) {
+  return reinterpret_cast<PJRT_Error*>(new TestError{static_cast<int>(code), std::string(message, size)});
+}
+static int TakeError(PJRT_Error* err, std::string* message) {
+  if (!err) return 0;
+  std::unique_ptr<TestError> e(reinterpret_cast<TestError*>(err));
+  *message = e->message;
+  return e->code;
+}
+
+static void TestKeyValueCallbacks() {
+  MapStore store;
+  PJRT_Client_Create_Args cc{};
+  detail::SetKeyValueCallbacks(&cc, &store);
+  PJRT_CallbackError make_error = &MakeTestError;
+  std::string msg;
+
+  PJRT_KeyValuePutCallback_Args put{};
+  put.struct_size = PJRT_KeyValuePutCallback_Args_STRUCT_SIZE;
+  put.key = "k";
+  put.key_size = 1;
+  put.value = "v\0w";
+  put.value_size = 3;
+  put.callback_error = &make_error;
+  put.user_arg = cc.kv_put_user_arg;
+  CHECK(TakeError(cc.kv_put_callback(&put), &msg) == 0);
+
+  PJRT_KeyValueGetCallback_Args get{};
+  get.struct_size = PJRT_KeyValueGetCallback_Args_STRUCT_SIZE;
+  get.key = "k";
+  get.key_size = 1;
+  get.timeout_in_ms = 1000;
+  get.callback_error = &make_error;
+  get.user_arg = cc.kv_get_user_arg;
+  CHECK(TakeError(cc.kv_get_callback(&get), &msg) == 0);
+  CHECK(std::string(get.value, get.value_size) == std::string("v\0w", 3) && get.value_deleter_callback);
+  if (get.value_deleter_callback) get.value_deleter_callback(get.value);
+
+  get.key = "missing";
+  get.key_size = 7;
+  get.timeout_in_ms = 50;
+  get.value = nullptr;
+  CHECK(TakeError(cc.kv_get_callback(&get), &msg) == 4 && Contains(msg, "'missing' not set within 50 ms"));
+
+  PJRT_KeyValueTryGetCallback_Args tg{};
+  tg.struct_size = PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE;
+  tg.key = "missing";
+  tg.key_size = 7;
+  tg.callback_error = &make_error;
+  tg.user_arg = cc.kv_try_get_user_arg;
+  CHECK(TakeError(cc.kv_try_get_callback(&tg), &msg) == 5 && Contains(msg, "'missing' is not set"));
+  tg.key = "k";
+  tg.key_size = 1;
+  CHECK(TakeError(cc.kv_try_get_callback(&tg), &msg) == 0 && tg.value_size == 3);
+  if (tg.value_deleter_callback) tg.value_deleter_callback(tg.value);
+
+  put.key = "broken";
+  put.key_size = 6;
+  CHECK(TakeError(cc.kv_put_callback(&put), &msg) == 14 && Contains(msg, "store is down") &&
+        Contains(msg, "'broken'"));
+}
+
 int main() {
   if (!std::getenv("TORCH_TPU_PLUGIN_SEARCH_PATH") && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
     setenv("TORCH_TPU_PLUGIN_SEARCH_PATH", TT_TEST_SITE_PACKAGES, 0);
@@ -117,6 +217,12 @@ int main() {
   }
   CHECK(!Runtime::IsInitialized());
 
+  TestKeyValueCallbacks();
+  // The client below is created with a registered store: the CPU plugin
+  // accepts the callbacks (and does not call them); later registration fails.
+  SetClientKeyValueStore(std::make_shared<MapStore>());
+  CHECK(!ClientCreatedWithKeyValueStore());
+
   // ---- the runtime
   Runtime* rtp = nullptr;
   try {
@@ -129,6 +235,9 @@ int main() {
   Runtime& rt = *rtp;
   try {
     CHECK(Runtime::IsInitialized());
+    CHECK(ClientCreatedWithKeyValueStore());
+    Error late = ExpectError([] { SetClientKeyValueStore(nullptr); });
+    CHECK(late.code() == 9 && Contains(late.what(), "already been started"));
     const PluginInfo& info = rt.info();
     std::printf("plugin %s\n  platform %s, reason: %s\n  API %d.%d (header %d.%d)\n  %s %s\n",
                 info.path.c_str(), info.platform.c_str(), info.reason.c_str(), info.api_major,

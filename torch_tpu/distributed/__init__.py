@@ -20,11 +20,17 @@ Within one process, ``spmd_all_reduce``, ``spmd_all_gather``,
 ``spmd_reduce_scatter``, ``spmd_all_to_all`` and ``spmd_permute``
 (``spmd.py``) run a collective over several tpu devices as one XLA program of
 N replicas, the stablehlo collective running inside XLA.
+
+On a TPU pod, ``set_tpu_launch_env`` (``launch_env.py``) maps torchrun's
+ranks onto libtpu's topology variables and hands the c10d Store to the PJRT
+client as its key-value store; it must run before the first tpu tensor.
+Also reachable as ``torch.tpu.distributed``.
 """
 
 import torch.distributed as dist
 
-from . import spmd
+from . import launch_env, spmd
+from .launch_env import compute_tpu_launch_env, register_client_store, set_tpu_launch_env
 from .spmd import (
     spmd_all_gather,
     spmd_all_reduce,
@@ -65,4 +71,11 @@ def register():
     dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["tpu"])
 
 
-__all__ = ["BACKEND_NAME", "register", *spmd.__all__]
+__all__ = [
+    "BACKEND_NAME",
+    "compute_tpu_launch_env",
+    "register",
+    "register_client_store",
+    "set_tpu_launch_env",
+    *spmd.__all__,
+]

@@ -2,6 +2,7 @@
 
 #include <torch/csrc/utils/pybind.h>
 
+#include "backend/dist/pjrt_store.h"
 #include "backend/dist/spmd_collectives.h"
 #include "backend/dist/tpu_dist_backend.h"
 
@@ -37,6 +38,7 @@ void bind_dist(py::module& m) {
            py::arg("gloo"), py::arg("status"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"),
            py::arg("group"));
   m.def("_tpu_dist_check_enabled", &agreement_check_enabled);
+  bind_pjrt_store(m);
 
   // torch_tpu.distributed.spmd: one XLA program of N replicas over N devices.
   auto spmd = [](std::string kind, std::string reduce_op, int64_t dim, int64_t concat_dim,
