@@ -49,11 +49,7 @@ Value cplx(Builder& b, Value re) { return b.complex(re, b.constant(0, re.dtype()
 
 // The 2-norm of complex x [B, m] over dim 1 (scaled, as linalg::norm2).
 Value cnorm2(Builder& b, Value x) {
-  int64_t B = x.shape()[0], m = x.shape()[1];
-  Value parts = b.concatenate({b.real(x), b.imag(x)}, 1);  // [B, 2m]
-  (void)m;
-  (void)B;
-  return norm2(b, parts);
+  return norm2(b, b.concatenate({b.real(x), b.imag(x)}, 1));
 }
 
 // x[b, r[b], c[b]] of x [B, n, n] for i32 r, c [B].
@@ -268,7 +264,7 @@ Value triangular_eigenvectors(Builder& b, Value T) {
       [](Builder& bb, const Values& s) {
         return Values{bb.compare(s[4], bb.constant_int(0, DType::S32), Cmp::GE)};
       },
-      [B, n, t, rt](Builder& bb, const Values& s) {
+      [B, n, t](Builder& bb, const Values& s) {
         Value X = s[0], T = s[1], lam = s[2], smin = s[3], i = s[4];
         Shape s2{B, n};
         Value z = bb.constant_int(0, DType::S32);
@@ -283,7 +279,6 @@ Value triangular_eigenvectors(Builder& b, Value T) {
         Value old = bb.reshape(bb.dynamic_slice(X, {z, i, z}, {B, 1, n}), s2);
         Value upd = bb.select(later, xi, old);
         X = bb.dynamic_update_slice(X, bb.reshape(upd, {B, 1, n}), {z, i, z});
-        (void)rt;
         return Values{X, T, lam, smin, bb.sub(i, bb.constant_int(1, DType::S32))};
       });
   return r[0];
@@ -333,18 +328,23 @@ Eig general_eig(Builder& b, Value A, bool vectors) {
   return e;
 }
 
-// As LAPACK's geev refuses them: RuntimeError for a non-finite input.
+// As PyTorch's CPU kernel: RuntimeError for a non-finite input (LAPACK's
+// geev would not converge on it).
 void check_finite(Builder& b, const Context& c, Value A) {
   int64_t k = A.type.numel();
   if (k == 0) return;
   Value flat = b.reshape(A, {k});
   Value finite = b.and_(b.unary("stablehlo.is_finite", b.real(flat)), b.unary("stablehlo.is_finite", b.imag(flat)));
   check_each(b, c, b.not_(finite), b.constant_int(0, DType::S64, {k}), CheckError::Runtime,
-             "linalg.eig: input tensor should not contain infs or NaNs.");
+             "torch.linalg.eig: input tensor should not contain infs or NaNs.");
 }
 
+// The input checked as the CPU kernel checks it, promoted and flattened.
 Value prepare(Builder& b, const Args& a, const Context& c, DType ct) {
   Value x = a[0].value();
+  if (x.dtype() == DType::BF16 || x.dtype() == DType::F16)  // PyTorch's meta kernel lets bf16 through
+    throw InvalidArgument(std::string("\"linalg_eig_out_cpu\" not implemented for '") +
+                          (x.dtype() == DType::BF16 ? "BFloat16" : "Half") + "'");
   if (x.rank() < 2 || x.shape()[x.rank() - 1] != x.shape()[x.rank() - 2])
     throw InvalidArgument("linalg.eig: A must be batches of square matrices, but they are " +
                           std::to_string(x.rank() < 2 ? 0 : x.shape()[x.rank() - 2]) + " by " +
