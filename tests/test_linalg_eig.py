@@ -192,6 +192,38 @@ def test_residual_at_rounding_level(n):
     assert res < 2e-5, res
 
 
+HARD = {
+    "zero": lambda: torch.zeros(5, 5),
+    "identity": lambda: torch.eye(5),
+    "cyclic_permutation": lambda: torch.eye(6)[[1, 2, 3, 4, 5, 0]],
+    "huge": lambda: random((6, 6), torch.float64, 7) * 1e30,
+    "tiny": lambda: random((6, 6), torch.float64, 8) * 1e-30,
+    "graded": lambda: random((8, 8), torch.float64, 9) * (10.0 ** -torch.arange(8.0, dtype=torch.float64)),
+    "jordan": lambda: 2 * torch.eye(8) + torch.diag(torch.ones(7), 1),
+    "nilpotent": lambda: torch.diag(torch.ones(15), 1),
+}
+DEFECTIVE = ("jordan", "nilpotent")
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64), ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("kind", sorted(HARD))
+def test_hard_matrices(kind, dtype):
+    """Extreme scales and defective matrices: finite results, a small
+    residual, and (where the eigenvalues are well conditioned) the CPU's
+    eigenvalues. Defective eigenvectors are not unique: only the residual."""
+    A = HARD[kind]().to(dtype)
+    L, V = (t.cpu().to(torch.complex128) for t in torch.linalg.eig(A.to("tpu")))
+    assert torch.isfinite(torch.view_as_real(L)).all() and torch.isfinite(torch.view_as_real(V)).all()
+    Ac = A.to(torch.complex128)
+    tol = TOL[dtype] / 10
+    res = torch.linalg.matrix_norm(Ac @ V - V * L) / torch.linalg.matrix_norm(Ac).clamp_min(1e-300)
+    assert res <= tol, res
+    if kind not in DEFECTIVE:
+        Lc = torch.linalg.eigvals(A).to(torch.complex128)
+        scale = Lc.abs().max().clamp_min(1e-300)
+        match(L / scale, Lc / scale, tol)
+
+
 # ---- gradients: gauge-invariant functions, natively on tpu
 
 def eigvals_abs(A):

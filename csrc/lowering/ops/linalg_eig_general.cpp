@@ -264,7 +264,7 @@ Value triangular_eigenvectors(Builder& b, Value T) {
       [](Builder& bb, const Values& s) {
         return Values{bb.compare(s[4], bb.constant_int(0, DType::S32), Cmp::GE)};
       },
-      [B, n, t](Builder& bb, const Values& s) {
+      [B, n, t, rt](Builder& bb, const Values& s) {
         Value X = s[0], T = s[1], lam = s[2], smin = s[3], i = s[4];
         Shape s2{B, n};
         Value z = bb.constant_int(0, DType::S32);
@@ -279,6 +279,11 @@ Value triangular_eigenvectors(Builder& b, Value T) {
         Value old = bb.reshape(bb.dynamic_slice(X, {z, i, z}, {B, 1, n}), s2);
         Value upd = bb.select(later, xi, old);
         X = bb.dynamic_update_slice(X, bb.reshape(upd, {B, 1, n}), {z, i, z});
+        // Each column is a null vector up to scale: keep its largest entry at 1
+        // so that tiny pivots (a defective or nilpotent T) cannot overflow.
+        Value big = reduce_max(bb, bb.abs(X), {1});  // [B, n]
+        Value ok = bb.compare(big, bb.constant(0, rt, s2), Cmp::GT);
+        X = bb.div(X, bb.broadcast_in_dim(cplx(bb, bb.select(ok, big, bb.constant(1, rt, s2))), {B, n, n}, {0, 2}));
         return Values{X, T, lam, smin, bb.sub(i, bb.constant_int(1, DType::S32))};
       });
   return r[0];
@@ -321,9 +326,16 @@ Eig general_eig(Builder& b, Value A, bool vectors) {
   DType t = A.dtype();
   if (B == 0 || n == 0) return {b.constant(0, t, {B, n}), b.constant(0, t, {B, n, n})};
   if (n == 1) return {b.reshape(A, {B, 1}), b.constant(1, t, {B, 1, 1})};
+  // Work on A / max|A_ij| so that products of entries neither overflow nor
+  // underflow (LAPACK's geev scales A likewise when its norm is extreme).
+  DType rt = hlo::real_dtype(t);
+  Value mx = reduce_max(b, b.abs(A), {1, 2});  // [B]
+  Value usable = b.and_(b.compare(mx, b.constant(0, rt, {B}), Cmp::GT), b.unary("stablehlo.is_finite", mx));
+  Value scale = cplx(b, b.select(usable, mx, b.constant(1, rt, {B})));
+  A = b.div(A, b.broadcast_in_dim(scale, A.shape(), {0}));
   auto [H, Q] = hessenberg(b, A);
   auto [T, Z] = schur(b, H, Q);
-  Eig e{diagonal(b, T), Value()};
+  Eig e{b.mul(diagonal(b, T), b.broadcast_in_dim(scale, {B, n}, {0})), Value()};
   if (vectors) e.vectors = normalize_columns(b, matmul(b, Z, triangular_eigenvectors(b, T)));
   return e;
 }
