@@ -351,32 +351,51 @@ void check_finite(Builder& b, const Context& c, Value A) {
              "torch.linalg.eig: input tensor should not contain infs or NaNs.");
 }
 
-// The input checked as the CPU kernel checks it, promoted and flattened.
-Value prepare(Builder& b, const Args& a, const Context& c, DType ct) {
+// PyTorch's name of an integer or bool dtype, as its errors spell it.
+std::string torch_name(DType t) {
+  switch (t) {
+    case DType::Pred: return "Bool";
+    case DType::S8: return "Char";
+    case DType::U8: return "Byte";
+    case DType::S16: return "Short";
+    case DType::S32: return "Int";
+    default: return "Long";
+  }
+}
+
+// The input checked in the CPU kernel's order with its exceptions (the
+// backend skips PyTorch's meta kernel for the bad dtypes and ranks, which
+// raises other ones), then promoted to `ct` and flattened to [B, n, n].
+Value prepare(Builder& b, const Args& a, const Context& c, const std::string& name) {
   Value x = a[0].value();
-  if (x.dtype() == DType::BF16 || x.dtype() == DType::F16)  // PyTorch's meta kernel lets bf16 through
-    throw InvalidArgument(std::string("\"linalg_eig_out_cpu\" not implemented for '") +
-                          (x.dtype() == DType::BF16 ? "BFloat16" : "Half") + "'");
-  if (x.rank() < 2 || x.shape()[x.rank() - 1] != x.shape()[x.rank() - 2])
-    throw InvalidArgument("linalg.eig: A must be batches of square matrices, but they are " +
-                          std::to_string(x.rank() < 2 ? 0 : x.shape()[x.rank() - 2]) + " by " +
-                          std::to_string(x.rank() < 1 ? 0 : x.shape()[x.rank() - 1]) + " matrices");
+  DType t = x.dtype();
+  if (!hlo::is_float(t) && !hlo::is_complex(t)) throw InvalidArgument("Unknown Complex ScalarType for " + torch_name(t));
+  if (t == DType::BF16 || t == DType::F16)
+    throw NotImplementedForDtype(std::string("\"linalg_eig_out_cpu\" not implemented for '") +
+                          (t == DType::BF16 ? "BFloat16" : "Half") + "'");
+  if (x.rank() < 2) throw InvalidArgument(name + ": The input tensor A must have at least 2 dimensions.");
+  if (x.shape()[x.rank() - 1] != x.shape()[x.rank() - 2])
+    throw InvalidArgument(name + ": A must be batches of square matrices, but they are " +
+                          std::to_string(x.shape()[x.rank() - 2]) + " by " + std::to_string(x.shape()[x.rank() - 1]) +
+                          " matrices");
   check_finite(b, c, x);
-  return flatten_batch(b, b.convert(x, ct));
+  return flatten_batch(b, b.convert(x, hlo::complex_dtype(t)));
 }
 
 // linalg_eig(A) -> (eigenvalues [*, n], eigenvectors [*, n, n]), complex.
 TT_RULE({"aten::linalg_eig"}, [](Builder& b, const Args& a, const Context& c) {
+  Value A = prepare(b, a, c, "linalg.eig");
   const Type& lo = c.out(0);
   const Type& vo = c.out(1);
-  Eig e = general_eig(b, prepare(b, a, c, lo.dtype), true);
+  Eig e = general_eig(b, A, true);
   return Values{b.reshape(e.values, lo.shape), b.reshape(e.vectors, vo.shape)};
 });
 
 // _linalg_eigvals(A) -> eigenvalues [*, n], complex.
 TT_RULE({"aten::_linalg_eigvals"}, [](Builder& b, const Args& a, const Context& c) {
+  Value A = prepare(b, a, c, "linalg.eigvals");
   const Type& lo = c.out(0);
-  Eig e = general_eig(b, prepare(b, a, c, lo.dtype), false);
+  Eig e = general_eig(b, A, false);
   return Values{b.reshape(e.values, lo.shape)};
 });
 
