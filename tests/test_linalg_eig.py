@@ -285,3 +285,19 @@ def test_bad_input(fn, x):
     """The CPU's exception types (PyTorch's meta kernel raises others for
     some of these; the backend leaves them to the rule)."""
     same_error(fn, x)
+
+
+def test_complex_lu_used_by_the_backward():
+    """eig's backward solves with complex matrices: LU pivots as LAPACK's
+    (largest |re| + |im|), and solve/inv/det on complex input."""
+    A = random((2, 5, 5), torch.complex128, 10)
+    B = random((2, 5, 3), torch.complex128, 11)
+    LU, piv = torch.linalg.lu_factor(A.to("tpu"))
+    LUc, pivc = torch.linalg.lu_factor(A)
+    assert torch.equal(piv.cpu(), pivc)
+    torch.testing.assert_close(LU.cpu(), LUc)
+    torch.testing.assert_close(torch.linalg.solve(A.to("tpu"), B.to("tpu")).cpu(), torch.linalg.solve(A, B))
+    torch.testing.assert_close(torch.linalg.solve(A.to("tpu"), B.mT.to("tpu"), left=False).cpu(),
+                               torch.linalg.solve(A, B.mT, left=False))
+    torch.testing.assert_close(torch.linalg.inv(A.to("tpu")).cpu(), torch.linalg.inv(A))
+    torch.testing.assert_close(torch.linalg.det(A.to("tpu")).cpu(), torch.linalg.det(A))
