@@ -37,11 +37,9 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 # Not supported by design, with the reason. Keys are op keys (name[.variant]).
 _COMPLEX32 = "complex32 (chalf); tpu stores complex64 and complex128 only"
-_EIG = "a general (nonsymmetric) eigensolver is not lowered"
 _SPARSE = "sparse layouts; tpu tensors are dense (strided) only"
 UNSUPPORTED = {
     "chalf": _COMPLEX32,
-    **{k: _EIG for k in ("linalg.eig", "linalg.eigvals")},
     **{k: _SPARSE for k in ("to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm")},
 }
 

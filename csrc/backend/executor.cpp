@@ -103,6 +103,8 @@ std::shared_ptr<CachedProgram> find_or_build(const OpPlan& plan, const c10::Oper
     return nullptr;
   } catch (const lowering::InvalidArgument& e) {
     TORCH_CHECK(false, e.what());
+  } catch (const lowering::NotImplementedForDtype& e) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, e.what());
   } catch (const std::out_of_range& e) {
     TORCH_CHECK_INDEX(false, e.what());
   } catch (const hlo::BuildError& e) {

@@ -45,9 +45,20 @@ c10::IValue to_meta(const c10::IValue& v) {
   return v;
 }
 
-// Calls whose PyTorch meta kernel fails on arguments the op accepts; for
-// these the rule derives the result types and checks the arguments itself.
+// Calls whose PyTorch meta kernel fails on arguments the op accepts, or
+// rejects them with another exception than the CPU kernel; for these the
+// rule derives the result types and checks the arguments itself.
 bool meta_kernel_fails(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+  // torch/_meta_registrations.py's linalg_eig (and _linalg_eigvals) raises
+  // KeyError for an integer input and AssertionError for a 1-d one, and
+  // makes complex32 results for float16; the CPU raises RuntimeError and
+  // NotImplementedError.
+  const std::string& name = op.schema().name();
+  if ((name == "aten::linalg_eig" || name == "aten::_linalg_eigvals") && !args.empty() && args[0].isTensor()) {
+    const at::Tensor& t = args[0].toTensor();
+    return t.dim() < 2 || t.scalar_type() == at::kHalf ||
+           !(at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()));
+  }
   // torch/_meta_registrations.py's _thnn_fused_lstm_cell reads the device of
   // an absent bias (nn.LSTM(bias=False)).
   auto absent = [](const c10::IValue& v) { return v.isNone() || (v.isTensor() && !v.toTensor().defined()); };

@@ -196,6 +196,14 @@ class InvalidArgument : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Raised by a rule for a dtype PyTorch's CPU kernel does not implement
+// (its dispatch macro's "not implemented for 'Half'") but whose meta kernel
+// accepts: a NotImplementedError with PyTorch's message, never a fallback.
+class NotImplementedForDtype : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace tt::lowering
 
 #define TT_CONCAT_INNER(a, b) a##b

@@ -191,7 +191,9 @@ inline LU lu_factor(Builder& b, Value A) {
         Value jb = bb.broadcast_in_dim(j, {B}, {});
         // Pivot: the first row >= j of largest |A[:, j]|.
         Value col = bb.reshape(bb.dynamic_slice(A, {z, z, j}, {B, m, 1}), s2);
-        Value mag = bb.select(bb.compare(row2, j2, Cmp::GE), bb.abs(col), bb.constant(-1, t, s2));
+        // A complex entry's size is |re| + |im|, as LAPACK's izamax measures it.
+        Value size = hlo::is_complex(t) ? bb.add(bb.abs(bb.real(col)), bb.abs(bb.imag(col))) : bb.abs(col);
+        Value mag = bb.select(bb.compare(row2, j2, Cmp::GE), size, bb.constant(-1, hlo::real_dtype(t), s2));
         Value mx = reduce_max(bb, mag, {1});
         Value is_max = bb.compare(mag, bb.broadcast_in_dim(mx, s2, {0}), Cmp::EQ);
         Value p = reduce_min(bb, bb.select(is_max, row2, bb.constant_int(m, DType::S32, s2)), {1});
