@@ -183,9 +183,31 @@ bool launch_blocking() {
 
 namespace {
 
+// A program's check flags, copied to the host as soon as the program is done
+// (the copy is queued at launch), so a host wait only reads finished words.
 struct PendingChecks {
   runtime::BufferPtr flags;
   CheckList checks;
+  std::unique_ptr<std::vector<int64_t>> words;
+  std::unique_ptr<runtime::Event> copied;  // null: the copy could not start
+
+  PendingChecks(runtime::BufferPtr f, CheckList c)
+      : flags(std::move(f)), checks(std::move(c)), words(std::make_unique<std::vector<int64_t>>(2 * checks->size())) {
+    try {
+      copied = flags->ToHostAsync(words->data(), words->size() * sizeof(int64_t));
+    } catch (const runtime::Error&) {
+      // the program itself failed; that error reaches its results' readers
+    }
+  }
+  PendingChecks(PendingChecks&&) = default;
+  PendingChecks& operator=(PendingChecks&&) = default;
+  ~PendingChecks() {
+    if (!copied) return;
+    try {
+      copied->Await();  // `words` must outlive the copy
+    } catch (const runtime::Error&) {
+    }
+  }
 };
 std::mutex g_checks_mu;
 std::vector<PendingChecks> g_checks;
@@ -199,13 +221,16 @@ void verify_device_checks() {
     if (g_checks.empty()) return;
     pending.swap(g_checks);
   }
-  for (const auto& p : pending) {
-    std::vector<int64_t> words(2 * p.checks->size());
+  for (auto& p : pending) {
+    if (!p.copied) continue;
     try {
-      p.flags->ToHost(words.data(), words.size() * sizeof(int64_t));
+      p.copied->Await();
     } catch (const runtime::Error&) {
+      p.copied.reset();
       continue;  // the program itself failed; that error reaches its results' readers
     }
+    p.copied.reset();
+    const std::vector<int64_t>& words = *p.words;
     for (size_t k = 0; k < p.checks->size(); ++k) {
       if (!words[2 * k]) continue;
       const lowering::CheckInfo& info = (*p.checks)[k];
@@ -243,12 +268,12 @@ std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, cons
     track_pending(outs.back());
   }
   if (checks && !checks->empty() && !outs.empty()) {
-    runtime::BufferPtr flags = std::move(outs.back());
+    PendingChecks pending(std::move(outs.back()), checks);
     outs.pop_back();
     bool now;
     {
       std::lock_guard<std::mutex> lock(g_checks_mu);
-      g_checks.push_back({std::move(flags), checks});
+      g_checks.push_back(std::move(pending));
       // A long run of programs without a host wait: verify the backlog.
       now = launch_blocking() || g_checks.size() >= 1024;
     }

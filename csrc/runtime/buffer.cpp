@@ -110,22 +110,39 @@ int64_t Buffer::numel() const {
   return n;
 }
 
+namespace {
+// Starts copying `src` (need bytes) into dst; returns the copy's event.
+PJRT_Event* start_to_host(const detail::Api& api, void* src, void* dst, size_t need) {
+  auto a = TT_ARGS(PJRT_Buffer_ToHostBuffer_Args);
+  a.src = static_cast<PJRT_Buffer*>(src);
+  a.dst = dst;
+  a.dst_size = need;
+  detail::ThrowIfError(api, api.Buffer_ToHostBuffer(&a), "PJRT_Buffer_ToHostBuffer");
+  return a.event;
+}
+}  // namespace
+
 void Buffer::ToHost(void* dst, size_t dst_bytes) const {
   const size_t need = nbytes();
   if (dst_bytes < need)
     throw Error(3, "Buffer::ToHost: destination has " + std::to_string(dst_bytes) + " bytes, the buffer " +
                        std::to_string(need));
-  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
   if (need == 0) {  // nothing to copy; still surface a failed computation
     BlockUntilReady();
     return;
   }
-  auto a = TT_ARGS(PJRT_Buffer_ToHostBuffer_Args);
-  a.src = static_cast<PJRT_Buffer*>(buf_);
-  a.dst = dst;
-  a.dst_size = need;
-  detail::ThrowIfError(api, api.Buffer_ToHostBuffer(&a), "PJRT_Buffer_ToHostBuffer");
-  detail::AwaitAndDestroyEvent(api, a.event, "PJRT_Buffer_ToHostBuffer");
+  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
+  detail::AwaitAndDestroyEvent(api, start_to_host(api, buf_, dst, need), "PJRT_Buffer_ToHostBuffer");
+}
+
+std::unique_ptr<Event> Buffer::ToHostAsync(void* dst, size_t dst_bytes) const {
+  const size_t need = nbytes();
+  if (dst_bytes < need)
+    throw Error(3, "Buffer::ToHostAsync: destination has " + std::to_string(dst_bytes) + " bytes, the buffer " +
+                       std::to_string(need));
+  if (need == 0) return ReadyEvent();
+  const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
+  return std::make_unique<Event>(start_to_host(api, buf_, dst, need));
 }
 
 void Buffer::BlockUntilReady() const {

@@ -90,6 +90,10 @@ class Buffer {
   // Copies the whole buffer (row-major, dense) into `dst` (nbytes() bytes);
   // blocks until the copy is done.
   void ToHost(void* dst, size_t dst_bytes) const;
+  // Starts that copy, to happen once the value is computed, and returns its
+  // event; `dst` must stay valid until the event is ready. Await() raises a
+  // failed computation.
+  std::unique_ptr<Event> ToHostAsync(void* dst, size_t dst_bytes) const;
   // Blocks until the buffer's value is computed (errors surface here).
   void BlockUntilReady() const;
   // The event that becomes ready when the buffer's value is computed (or its
