@@ -143,6 +143,22 @@ assert s["segmented_graphs"] - before["segmented_graphs"] == 2, s
 assert s["collectives"] - before["collectives"] == 2, s
 cases += 1
 
+def train_on_shards(model, opt):
+    """Data-parallel steps: each rank trains on its shard of the batch; the
+    losses returned are averaged over the ranks."""
+    losses = []
+    for x, y in batches(BATCH * world):
+        x, y = x.chunk(world)[rank].to("tpu"), y.chunk(world)[rank].to("tpu")
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        full = loss.detach().clone()
+        dist.all_reduce(full, dist.ReduceOp.AVG)
+        losses.append(full.cpu())
+    return losses
+
+
 # ---- FSDP2 with compiled blocks -----------------------------------------------
 
 torch.manual_seed(0)
@@ -157,16 +173,7 @@ for block in fsdp:
 fully_shard(fsdp, mesh=mesh)
 opt = torch.optim.AdamW(fsdp.parameters(), lr=1e-2)
 before = torch_tpu.compile_stats()
-losses = []
-for x, y in batches(BATCH * world):  # each rank trains on its shard of the batch
-    x, y = x.chunk(world)[rank].to("tpu"), y.chunk(world)[rank].to("tpu")
-    loss = torch.nn.functional.mse_loss(fsdp(x), y)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    full = loss.detach().clone()
-    dist.all_reduce(full, dist.ReduceOp.AVG)
-    losses.append(full.cpu())
+losses = train_on_shards(fsdp, opt)
 params = {n: p.full_tensor().detach().cpu() for n, p in fsdp.named_parameters()}
 compare("FSDP2", (losses, params), ref)
 s = check_no_eager_graphs()
@@ -183,16 +190,7 @@ ddp = torch.nn.parallel.DistributedDataParallel(MLP().to("tpu"))
 opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
 step_model = torch.compile(ddp, backend="tpu")
 before = torch_tpu.compile_stats()
-losses = []
-for x, y in batches(BATCH * world):  # each rank trains on its shard of the batch
-    x, y = x.chunk(world)[rank].to("tpu"), y.chunk(world)[rank].to("tpu")
-    loss = torch.nn.functional.mse_loss(step_model(x), y)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    full = loss.detach().clone()
-    dist.all_reduce(full, dist.ReduceOp.AVG)
-    losses.append(full.cpu())
+losses = train_on_shards(step_model, opt)
 compare("DDP", (losses, {n: p.detach().cpu() for n, p in ddp.module.named_parameters()}), ref)
 s = check_no_eager_graphs()
 assert s["compiles"] > before["compiles"], s
