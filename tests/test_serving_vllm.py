@@ -112,7 +112,15 @@ def llama(tmp_path_factory):
 # Runs in a fresh interpreter; prints one JSON line that starts with RESULT.
 _GENERATE = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
+
+    # kv_storages below goes to the engine's worker pickled.
+    os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"
+
+    # Each layer's KV cache: its storage's bytes, its own bytes, its dtype.
+    def kv_storages(worker):
+        return [[c.untyped_storage().nbytes(), c.numel() * c.element_size(), str(c.dtype)]
+                for c in worker.model_runner.kv_caches]
 
     def main():
         from vllm import LLM, SamplingParams
@@ -139,6 +147,7 @@ _GENERATE = textwrap.dedent(
             "again": [list(o.outputs[0].token_ids) for o in again],
             "seeded": [list(o.outputs[0].token_ids) for o in s1],
             "seeded_again": [list(o.outputs[0].token_ids) for o in s2],
+            "kv_storages": llm.collective_rpc(kv_storages)[0],
         }), flush=True)
 
     if __name__ == "__main__":
@@ -171,6 +180,10 @@ def test_generate_matches_hf_greedy(llama, tmp_path):
         torch.testing.assert_close(torch.tensor(got_lp, dtype=torch.float64), want_lp, atol=1e-4, rtol=1e-4)
     assert got["seeded"] == got["seeded_again"]
     assert all(len(t) == 6 for t in got["seeded"])
+    # Each layer's KV cache is a float32 storage of its own (a step's KV write
+    # then updates only that layer's buffer), not a view of one shared buffer.
+    assert len(got["kv_storages"]) == 2
+    assert all(storage == own and dtype == "torch.float32" for storage, own, dtype in got["kv_storages"])
 
 
 def _post(url, body, stream=False):

@@ -1,13 +1,14 @@
 """vLLM model runner on tpu: vLLM's GPU model runner with the model, the KV
 cache and the step's device tensors on tpu. What differs from a GPU: no CUDA
-streams, events or graphs, host sync by ``torch.tpu.synchronize`` and KV block
-zeroing with plain tensor ops."""
+streams, events or graphs, host sync by ``torch.tpu.synchronize``, KV block
+zeroing with plain tensor ops, and a KV cache storage of its own per layer."""
 
 import dataclasses
 from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
+import vllm.v1.worker.gpu_model_runner as gpu_model_runner
 from vllm.logger import init_logger
 from vllm.model_executor.model_loader import get_model
 from vllm.v1.kv_cache_interface import AttentionSpec
@@ -56,6 +57,42 @@ def _without_cuda_streams():
         torch.Event, torch.cuda.Event, torch.cuda.Stream = saved
 
 
+def _allocate_kv_cache_per_layer(kv_cache_config, device, layout, kernel_block_sizes=None):
+    """vLLM's KV cache views (one shape, dtype and layer per view), each backed
+    by a tpu storage of its own in the cache dtype instead of one shared int8
+    allocation. A tpu in-place write computes its whole storage's new buffer:
+    through a float view of the shared int8 buffer, one step's KV write to one
+    layer rewrote every layer's cache (about 100 ms per layer for a 64 MiB
+    cache); on its own storage it updates that buffer in place."""
+    views = _vllm_allocate_kv_cache(kv_cache_config, torch.device("meta"), layout, kernel_block_sizes)
+    owned, spans, caches = {}, [], {}
+    for name, view in views.items():
+        key = (view.storage_offset(), tuple(view.shape), tuple(view.stride()), view.dtype)
+        if key not in owned:
+            start = view.storage_offset() * view.element_size()
+            extent = 1 + sum((n - 1) * st for n, st in zip(view.shape, view.stride()) if n > 0)
+            end = start + extent * view.element_size()
+            if any(s < end and start < e for s, e in spans):
+                raise NotImplementedError("KV cache layers that share part of their memory are not supported on tpu")
+            spans.append((start, end))
+            owned[key] = torch.zeros(view.shape, dtype=view.dtype, device=device)
+        caches[name] = owned[key]
+    return caches
+
+
+_vllm_allocate_kv_cache = gpu_model_runner.allocate_kv_cache
+
+
+@contextmanager
+def _kv_cache_per_layer():
+    """vLLM's runner allocates the KV cache through its module's ``allocate_kv_cache``."""
+    gpu_model_runner.allocate_kv_cache = _allocate_kv_cache_per_layer
+    try:
+        yield
+    finally:
+        gpu_model_runner.allocate_kv_cache = _vllm_allocate_kv_cache
+
+
 def token_bucket(n: int) -> int:
     """The next power of two >= n (torch_tpu's default shape buckets)."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
@@ -89,6 +126,10 @@ class TpuModelRunner(GPUModelRunner):
         self.model_memory_usage = sum(p.numel() * p.element_size() for p in self.model.parameters())
         if self.lora_config:
             self.model = self.load_lora_model(self.model, self.vllm_config, self.device)
+
+    def initialize_kv_cache_tensors(self, *args, **kwargs) -> dict[str, torch.Tensor]:
+        with _kv_cache_per_layer():
+            return super().initialize_kv_cache_tensors(*args, **kwargs)
 
     def get_model(self) -> nn.Module:
         return self.model
