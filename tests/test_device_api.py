@@ -141,6 +141,17 @@ def test_pin_memory_pins_and_uploads():
     assert p[3:].is_pinned()  # a view into pinned memory is pinned
 
 
+def test_host_cache_calls_of_torch_accelerator():
+    # vLLM's shutdown calls these; they used to crash once the device was in use.
+    torch.ones(2, device="tpu").cpu()
+    torch.accelerator.empty_cache()
+    torch.accelerator.empty_host_cache()
+    p = torch.randn(4096).pin_memory()
+    assert p.is_pinned()
+    torch.accelerator.empty_host_cache()  # nothing is cached: the live block stays valid
+    assert p.is_pinned() and torch.isfinite(p).all()
+
+
 def test_dataloader_pin_memory_pins_for_tpu():
     ds = torch.utils.data.TensorDataset(torch.arange(40.).reshape(20, 2), torch.arange(20))
     seen = []
