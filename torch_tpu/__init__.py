@@ -18,7 +18,17 @@ from . import _plugin_search
 
 _plugin_search.configure()
 
-from . import _C  # noqa: E402
+try:
+    from . import _C  # noqa: E402
+except ImportError as e:
+    if not any(n.startswith("_C.") for n in os.listdir(os.path.dirname(os.path.abspath(__file__)))):
+        # `python -m ...` run in the repository root puts the source folder,
+        # which has no built extension, ahead of the installed package.
+        raise ImportError(
+            f"torch_tpu was imported from its source folder {os.path.dirname(os.path.abspath(__file__))}, which has "
+            "no built extension: run from another folder, or with `python -P -m ...` (Python keeps the current "
+            "folder off the import path), so that the installed torch_tpu is the one imported") from e
+    raise
 
 if torch._C._get_privateuse1_backend_name() != "tpu":
     torch.utils.rename_privateuse1_backend("tpu")
