@@ -12,6 +12,20 @@ DTYPES = [
 ]
 
 
+class NormMLP(torch.nn.Module):
+    """LayerNorm, then Linear-ReLU-Linear: the tensor-parallel workers' model
+    (the two Linears are the Colwise/Rowwise pair)."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim)
+        self.up = torch.nn.Linear(dim, hidden)
+        self.down = torch.nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.up(self.norm(x))))
+
+
 def rank_world():
     return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 

@@ -30,7 +30,7 @@ from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 import torch_tpu
-from _common import rank_world, report
+from _common import NormMLP, rank_world, report
 
 rank, world = rank_world()
 dist.init_process_group("tpu_dist")
@@ -74,15 +74,8 @@ cases += 1
 DIM, HID, BATCH, STEPS = 8, 16, 4, 3
 
 
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(DIM)
-        self.up = torch.nn.Linear(DIM, HID)
-        self.down = torch.nn.Linear(HID, DIM)
-
-    def forward(self, x):
-        return self.down(torch.relu(self.up(self.norm(x))))
+def MLP():
+    return NormMLP(DIM, HID)
 
 
 def batches(n):

@@ -16,7 +16,7 @@ from torch.distributed.tensor.parallel import (
     ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module)
 
 import torch_tpu
-from _common import rank_world, report
+from _common import NormMLP, rank_world, report
 
 rank, world = rank_world()
 dist.init_process_group("tpu_dist")
@@ -59,15 +59,8 @@ for i, (got, want) in enumerate(zip(placements_run(tpu_mesh), placements_run(cpu
 DIM, HID, SEQ, BATCH = 8, 16, 2 * world, 2
 
 
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(DIM)
-        self.up = torch.nn.Linear(DIM, HID)
-        self.down = torch.nn.Linear(HID, DIM)
-
-    def forward(self, x):
-        return self.down(torch.relu(self.up(self.norm(x))))
+def MLP():
+    return NormMLP(DIM, HID)
 
 
 def make_mlp():
