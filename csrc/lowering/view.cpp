@@ -193,7 +193,20 @@ Value read_tensor(Builder& b, Value storage, DType t, const View& v) {
 
 Value write_tensor(Builder& b, Value storage, DType t, const View& v, Value value) {
   Value stored = apply_math_bits(b, b.broadcast_to(b.convert(value, t), v.sizes), v);
+  if (t == DType::Pred && storage.dtype() != DType::Pred) {
+    // A bool is one byte of 0/1: write those bytes alone, so that bytes the
+    // view does not cover keep their values (reading them as bool would
+    // turn a 2 into a 1).
+    Value bytes = write_view(b, reinterpret_storage(b, storage, DType::U8), v, b.convert(stored, DType::U8));
+    return b.reshape(reinterpret_storage(b, bytes, storage.dtype()), storage.shape());
+  }
   Value written = write_view(b, reinterpret_storage(b, storage, t), v, stored);
+  // Bytes written through a view of another width stay in the view's dtype:
+  // the next write through such a view (a KV cache carved out of one byte
+  // buffer) then updates the storage in place instead of converting every
+  // byte of it twice. A bool storage keeps its dtype: bool is a value
+  // conversion, not a bitcast.
+  if (t != storage.dtype() && storage.dtype() != DType::Pred) return written;
   return b.reshape(reinterpret_storage(b, written, storage.dtype()), storage.shape());
 }
 

@@ -43,8 +43,9 @@ Value reinterpret_storage(Builder& b, Value storage, DType t);
 // of another dtype's bytes reads them reinterpreted), v's math bits applied.
 Value read_tensor(Builder& b, Value storage, DType t, const View& v);
 // The storage after writing `value` (converted to `t`, broadcast to v.sizes)
-// through the view: an in-place op's write-back. It keeps storage's dtype
-// and shape.
+// through the view: an in-place op's write-back. It has storage's bytes; its
+// dtype is `t` when the view reinterprets the storage (bool aside; flat when
+// the widths differ), else storage's dtype and shape.
 Value write_tensor(Builder& b, Value storage, DType t, const View& v, Value value);
 
 }  // namespace tt::lowering

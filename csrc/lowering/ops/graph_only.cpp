@@ -4,6 +4,7 @@
 // value is a logical row-major array, so a view is a reshape, transpose or
 // slice of its input, and a factory is a constant.
 #include "lowering/helpers.h"
+#include "lowering/view.h"
 
 namespace tt::lowering {
 namespace {
@@ -21,6 +22,14 @@ TT_GRAPH_RULE({"aten::view", "aten::_unsafe_view", "aten::view_copy", "aten::_re
 TT_PADDING({"aten::view", "aten::_unsafe_view", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims",
             "aten::unsqueeze", "aten::alias", "aten::detach", "aten::lift_fresh_copy"},
            Padding::view());
+
+// Tensor.view(dtype): the same bytes in row-major order read as another
+// dtype; the last dimension scales by the ratio of the widths.
+TT_GRAPH_RULE({"aten::view.dtype", "aten::view_copy.dtype"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  Value flat = b.reshape(x, {x.type.numel()});
+  return Values{b.reshape(reinterpret_storage(b, flat, c.out().dtype), c.out().shape)};
+});
 
 TT_GRAPH_RULE({"aten::expand", "aten::expand_copy"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{b.broadcast_to(a[0].value(), c.out().shape)};
