@@ -149,6 +149,13 @@ class TpuPlatform(Platform):
         # Workers are started with spawn: a forked child would inherit the
         # parent's PJRT client.
         os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
+        # Each worker process uses device tpu:<local rank>. XLA's CPU plugin
+        # shows one device unless told how many (torchrun's LOCAL_WORLD_SIZE
+        # does that under torchrun); a TPU's plugin shows its chips and
+        # ignores the count.
+        local_ranks = parallel_config.local_world_size * max(1, parallel_config.data_parallel_size_local)
+        if local_ranks > 1 and not os.environ.get("TORCH_TPU_NUM_DEVICES") and not os.environ.get("LOCAL_WORLD_SIZE"):
+            os.environ["TORCH_TPU_NUM_DEVICES"] = str(local_ranks)
 
     @classmethod
     def support_hybrid_kv_cache(cls) -> bool:
