@@ -13,13 +13,15 @@ def raised_lines(out):
 def test_mismatched_shapes_and_dtypes_raise_on_every_rank():
     rc, out = torchrun("failures.py", "mismatch", timeout=120)
     lines = raised_lines(out)
-    assert rc == 0 and len(lines) == 8 and not any("NO ERROR" in l for l in lines), out[-4000:]
+    assert rc == 0 and len(lines) == 10 and not any("NO ERROR" in l for l in lines), out[-4000:]
     assert sum("rank 0: all_reduce Float[4]" in l and "rank 1: all_reduce Float[5]" in l for l in lines) == 2, lines
     assert sum("rank 0: all_gather_into_tensor Int[2]" in l and "rank 1: all_gather_into_tensor Float[2]" in l
                for l in lines) == 2, lines
     assert sum("rank 0: broadcast root 0, Float[3]" in l and "rank 1: broadcast root 1, Float[3]" in l
                for l in lines) == 2, lines
     assert sum("rank 0: all_reduce Float[3]" in l and "rank 1: broadcast root 0, Float[3]" in l
+               for l in lines) == 2, lines
+    assert sum("rank 0: all_reduce Float[3], op SUM" in l and "rank 1: all_reduce Float[3], op MAX" in l
                for l in lines) == 2, lines
     assert out.count("USABLE") == 2, out[-4000:]
 

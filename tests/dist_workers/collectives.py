@@ -6,7 +6,7 @@ Run under torchrun; exits non-zero on the first mismatch."""
 import torch
 import torch.distributed as dist
 
-from _common import DTYPES, assert_same, rank_world, report, sample
+from _common import DTYPES, assert_reduced, assert_same, rank_world, report, sample
 
 rank, world = rank_world()
 dist.init_process_group("cpu:gloo,tpu:tpu_dist")
@@ -22,10 +22,10 @@ def gloo_dtype(dtype):
     return torch.int32 if dtype == torch.int16 else dtype
 
 
-def both(name, dtype, fn, *inputs):
+def both(name, dtype, fn, *inputs, reduced=False):
     """fn(device, *inputs moved there) returns the tensors to compare; the
     CPU run goes through gloo (in int32 for int16), the tpu run through
-    tpu_dist."""
+    tpu_dist. `reduced`: results of a sum or product (assert_reduced)."""
     global cases
     ref_inputs = [[t.to(gloo_dtype(dtype), copy=True) for t in x] if isinstance(x, list)
                   else x.to(gloo_dtype(dtype), copy=True) for x in inputs]
@@ -42,7 +42,10 @@ def both(name, dtype, fn, *inputs):
     got = fn(TPU, *dev_inputs)
     for i, (g, w) in enumerate(zip(got, want)):
         assert g.device.type == "tpu", f"{name}: result {i} is on {g.device}"
-        assert_same(f"{name} {dtype} #{i}", g, w.to(dtype))
+        if reduced:
+            assert_reduced(f"{name} {dtype} #{i}", g, w.to(dtype), world)
+        else:
+            assert_same(f"{name} {dtype} #{i}", g, w.to(dtype))
     cases += 1
 
 
@@ -61,7 +64,7 @@ for dtype in DTYPES:
         def all_reduce(dev, t, op=op):
             dist.all_reduce(t, op=op)
             return [t]
-        both(f"all_reduce {op}", dtype, all_reduce, x)
+        both(f"all_reduce {op}", dtype, all_reduce, x, reduced=op in (R.SUM, R.PRODUCT))
 
     def all_reduce_view(dev, t):
         # a view of part of a larger tensor: the rest and the base's other
@@ -71,7 +74,7 @@ for dtype in DTYPES:
         view = base[1:3]
         dist.all_reduce(view)
         return [base]
-    both("all_reduce of a view", dtype, all_reduce_view, x)
+    both("all_reduce of a view", dtype, all_reduce_view, x, reduced=True)
 
     def broadcast(dev, t):
         dist.broadcast(t, src=world - 1)
@@ -136,14 +139,14 @@ for dtype in DTYPES:
                 out = torch.empty_like(t)
                 dist.reduce_scatter(out, ins, op=op)
                 return [out]
-            both(f"reduce_scatter {op}", dtype, reduce_scatter, x)
+            both(f"reduce_scatter {op}", dtype, reduce_scatter, x, reduced=op == R.SUM)
 
             def reduce_scatter_single(dev, t, op=op):
                 inp = t.repeat(world, 1) * 2
                 out = torch.empty_like(t)
                 dist.reduce_scatter_single(out, inp, op=op)
                 return [out]
-            both(f"reduce_scatter_single {op}", dtype, reduce_scatter_single, x)
+            both(f"reduce_scatter_single {op}", dtype, reduce_scatter_single, x, reduced=op == R.SUM)
 
 # all_to_all_single with uneven splits: rank r sends r + j + 1 rows to rank j.
 for dtype in [torch.float32, torch.int64, torch.bfloat16]:
@@ -164,12 +167,12 @@ for dtype in [torch.float32, torch.bfloat16, torch.float64]:
     dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
     want = x * 0.5
     dist.all_reduce(want)
-    assert_same(f"all_reduce PREMUL_SUM {dtype}", t, want)
+    assert_reduced(f"all_reduce PREMUL_SUM {dtype}", t, want, world)
     t = x.to(TPU)
     dist.all_reduce(t, op=dist._make_nccl_premul_sum(torch.tensor(0.25, dtype=dtype, device=TPU)))
     want = x * 0.25
     dist.all_reduce(want)
-    assert_same(f"all_reduce PREMUL_SUM (tensor factor) {dtype}", t, want)
+    assert_reduced(f"all_reduce PREMUL_SUM (tensor factor) {dtype}", t, want, world)
     cases += 2
 
 # Coalesced forms through the ProcessGroup (FSDP's and _coalescing_manager's).
@@ -242,10 +245,10 @@ work.wait()
 assert work.is_completed() and work.exception() is None
 want = x.clone()
 dist.all_reduce(want)
-assert_same("async all_reduce", t, want)
-assert_same("async all_reduce future value", value[0], want)
+assert_reduced("async all_reduce", t, want, world)
+assert_reduced("async all_reduce future value", value[0], want, world)
 chained = dist.all_reduce(x.to(TPU), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
-assert_same("future.then", chained.wait(), want * 2)
+assert_reduced("future.then", chained.wait(), want * 2, world)
 cases += 1
 
 # Point to point: a ring of send/recv, isend/irecv and batch_isend_irecv.

@@ -1,6 +1,7 @@
 """Failures are loud: argv[1] picks the case.
 
-  mismatch  - ranks pass different shapes / dtypes: every rank raises
+  mismatch  - ranks pass different shapes / dtypes / reduce ops: every
+              rank raises
   cpu       - a CPU tensor in a tpu-only group: a clear error
   exit      - rank 1 exits before an all_reduce: rank 0 raises, naming it
   absent    - rank 1 never calls the all_reduce: rank 0 raises within the
@@ -47,6 +48,8 @@ if case == "mismatch":
         raised(lambda: dist.all_reduce(torch.ones(3, device="tpu")))
     else:
         raised(lambda: dist.broadcast(torch.ones(3, device="tpu"), src=0))
+    op = dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX
+    raised(lambda: dist.all_reduce(torch.ones(3, device="tpu"), op=op))
     # the group stays usable after a refused collective
     t = torch.ones(3, device="tpu")
     dist.all_reduce(t)

@@ -1,10 +1,14 @@
 #include "backend/dist/agreement_check.h"
 
+#include "backend/dist/host_pool.h"
 #include "backend/dist/tpu_dist_work.h"
 
 #include <c10/util/Exception.h>
 
+#include <ATen/ATen.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -14,7 +18,7 @@ namespace {
 
 // Signature layout: a fixed header, then 2 * world split entries.
 constexpr int kMaxDims = 6;
-enum Field { kOp, kRoot, kDtype, kCount, kNumel, kRank, kDims, kShapeHash = kDims + kMaxDims, kHeader };
+enum Field { kOp, kRoot, kDtype, kCount, kNumel, kRank, kReduceOp, kDims, kShapeHash = kDims + kMaxDims, kHeader };
 
 int64_t op_id(const std::string& op) {
   return static_cast<int64_t>(std::hash<std::string>{}(op) & 0x7fffffffffffLL);
@@ -38,6 +42,7 @@ std::vector<int64_t> encode(const Signature& s, int world) {
   v[kOp] = op_id(s.op);
   v[kRoot] = s.root;
   v[kCount] = static_cast<int64_t>(s.tensors.size());
+  v[kReduceOp] = s.reduce_op;
   v[kDtype] = s.tensors.empty() ? -1 : static_cast<int64_t>(s.tensors[0].scalar_type());
   v[kRank] = s.tensors.empty() ? -1 : s.tensors[0].dim();
   size_t hash = 0;
@@ -57,11 +62,17 @@ std::vector<int64_t> encode(const Signature& s, int world) {
   return v;
 }
 
+const char* reduce_op_name(int64_t op) {
+  static const char* names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  return op >= 0 && op < 9 ? names[op] : "an unknown reduction";
+}
+
 std::string describe(const int64_t* v, const char* my_op, int64_t my_op_id) {
   std::ostringstream o;
   o << (v[kOp] == my_op_id ? std::string(my_op) : op_name(v[kOp])) << " ";
   if (v[kRoot] >= 0) o << "root " << v[kRoot] << ", ";
   if (v[kCount] == 0) return o.str() + "no tensors";
+  const std::string reduce = v[kReduceOp] >= 0 ? std::string(", op ") + reduce_op_name(v[kReduceOp]) : "";
   std::string dtype = v[kDtype] == -2 ? std::string("mixed dtypes")
                                       : std::string(c10::toString(static_cast<at::ScalarType>(v[kDtype])));
   if (v[kCount] == 1 && v[kRank] <= kMaxDims) {
@@ -71,7 +82,7 @@ std::string describe(const int64_t* v, const char* my_op, int64_t my_op_id) {
   } else {
     o << v[kCount] << " tensors, " << dtype << ", " << v[kNumel] << " elements";
   }
-  return o.str();
+  return o.str() + reduce;
 }
 
 }  // namespace
@@ -84,50 +95,64 @@ bool agreement_check_enabled() {
   return on;
 }
 
-void agree(c10d::Backend& gloo, const Signature& mine, std::chrono::milliseconds timeout,
-           const std::string& what, const std::function<std::string()>& on_failure) {
+at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const at::Tensor& payload, int64_t capacity,
+                 std::chrono::milliseconds timeout, const std::string& what,
+                 const std::function<std::string()>& on_failure) {
   const int world = gloo.getSize();
   std::vector<int64_t> sig = encode(mine, world);
-  const int64_t len = static_cast<int64_t>(sig.size());
-  std::vector<at::Tensor> in{at::tensor(sig, at::kLong)};
-  std::vector<std::vector<at::Tensor>> out(1);
-  for (int r = 0; r < world; ++r) out[0].push_back(at::empty({len}, at::kLong));
+  const int64_t sig_bytes = static_cast<int64_t>(sig.size() * sizeof(int64_t));
+  const int64_t slot = sig_bytes + capacity;
+  TORCH_CHECK(capacity >= 0 && capacity % 8 == 0, "tpu_dist: bad exchange capacity ", capacity);
+  // Pooled (host_pool.h): a fresh block of a MiB page-faults on every call.
+  at::Tensor in = pooled_host_tensor({slot}, at::kByte);
+  std::memcpy(in.mutable_data_ptr(), sig.data(), sig_bytes);
+  if (payload.defined() && payload.nbytes() > 0) {
+    TORCH_CHECK(payload.is_contiguous() && static_cast<int64_t>(payload.nbytes()) <= capacity,
+                "tpu_dist: payload of ", payload.nbytes(), " bytes does not fit the exchange");
+    std::memcpy(static_cast<uint8_t*>(in.mutable_data_ptr()) + sig_bytes, payload.const_data_ptr(),
+                payload.nbytes());
+  }
+  at::Tensor out = pooled_host_tensor({world * slot}, at::kByte);
   c10d::AllgatherOptions opts;
   opts.timeout = timeout;
   try {
-    gloo.allgather(out, in, opts)->wait();
+    gloo._allgather_base(out, in, opts)->wait();
   } catch (...) {
     std::string cause = error_text(std::current_exception());
     TORCH_CHECK(false, what, " failed: a rank of the group did not take part (it exited, did not arrive "
                 "within the group's timeout of ", timeout.count(), " ms, or called a different collective)",
                 on_failure ? on_failure() : std::string(), ". gloo said: ", cause);
   }
+  const uint8_t* base = out.const_data_ptr<uint8_t>();
+  auto header = [&](int r) { return reinterpret_cast<const int64_t*>(base + r * slot); };
 
   const int64_t* mine_v = sig.data();
   bool same = true;
   for (int r = 0; r < world && same; ++r) {
-    const int64_t* v = out[0][r].const_data_ptr<int64_t>();
+    const int64_t* v = header(r);
     for (int f = 0; f < kHeader; ++f) same = same && v[f] == mine_v[f];
   }
   if (!same) {
     std::ostringstream m;
     m << "tpu_dist " << mine.op << ": the ranks passed different arguments (every rank must pass the same "
-      << "collective, root, dtypes and shapes):";
+      << "collective, root, reduce op, dtypes and shapes):";
     for (int r = 0; r < world; ++r)
-      m << "\n  rank " << r << ": " << describe(out[0][r].const_data_ptr<int64_t>(), mine.op, mine_v[kOp]);
+      m << "\n  rank " << r << ": " << describe(header(r), mine.op, mine_v[kOp]);
     TORCH_CHECK(false, m.str());
   }
-  if (mine.send_splits.empty()) return;
+  at::Tensor payloads = out.view({world, slot}).narrow(1, sig_bytes, capacity);
+  if (mine.send_splits.empty()) return payloads;
   for (int i = 0; i < world; ++i) {
-    const int64_t* vi = out[0][i].const_data_ptr<int64_t>();
+    const int64_t* vi = header(i);
     for (int j = 0; j < world; ++j) {
-      const int64_t* vj = out[0][j].const_data_ptr<int64_t>();
+      const int64_t* vj = header(j);
       int64_t sent = vi[kHeader + j], expected = vj[kHeader + world + i];
       TORCH_CHECK(sent == expected, "tpu_dist ", mine.op, ": rank ", i, " sends ", sent, " rows to rank ", j,
                   ", which expects ", expected, " rows from it (input and output split sizes must match "
                   "across ranks)");
     }
   }
+  return payloads;
 }
 
 }  // namespace tt::backend::dist

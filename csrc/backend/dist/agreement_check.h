@@ -3,7 +3,11 @@
 // all_to_all splits) and all raise the same clear error when they differ.
 // Gloo itself aborts the process on a size mismatch (a gloo::EnforceNotMet
 // thrown on its transport thread), so the check must come first.
-// TORCH_TPU_DIST_CHECK=0 skips it (one small allgather per collective).
+// The exchange is one gloo all_gather of a fixed-size slot per rank: the
+// signature, then room for a small collective's own data, so that such a
+// collective needs no second round trip (the caller computes its result
+// from every rank's data, see backend/dist/inline_collectives.h).
+// TORCH_TPU_DIST_CHECK=0 skips it (one all_gather per collective).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -21,6 +25,7 @@ struct Signature {
   const char* op = "";             // the collective's name (same pointer on every rank)
   int64_t root = -1;               // root rank, -1 for rootless collectives
   std::vector<at::Tensor> tensors; // whose dtypes and shapes must agree
+  int64_t reduce_op = -1;          // c10d::ReduceOp::RedOpType, -1 where none
   // all_to_all_single: rows each rank sends to / receives from each rank
   // (empty otherwise); rank i's send[j] must equal rank j's recv[i].
   std::vector<int64_t> send_splits, recv_splits;
@@ -34,7 +39,13 @@ bool agreement_check_enabled();
 // names the collective and this rank for the error when a peer never
 // answers (it died or called nothing); `on_failure` then adds to the
 // message (the ranks that did not reach it).
-void agree(c10d::Backend& gloo, const Signature& mine, std::chrono::milliseconds timeout,
-           const std::string& what, const std::function<std::string()>& on_failure);
+// Each rank's slot carries `capacity` bytes of data after the signature
+// (`capacity` must be the same on every rank, a multiple of 8): `payload`
+// (a contiguous CPU tensor of at most `capacity` bytes, or undefined for
+// none). Returns a [world, capacity] uint8 tensor whose row r starts with
+// rank r's payload (rows past a payload's end are unspecified).
+at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const at::Tensor& payload, int64_t capacity,
+                 std::chrono::milliseconds timeout, const std::string& what,
+                 const std::function<std::string()>& on_failure);
 
 }  // namespace tt::backend::dist

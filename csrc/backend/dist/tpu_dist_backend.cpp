@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "backend/dist/host_staging.h"
+#include "backend/dist/inline_collectives.h"
 #include "backend/dist/missing_ranks.h"
 #include "backend/dist/tpu_dist_work.h"
 #include "backend/pending_work.h"
@@ -14,6 +16,17 @@ namespace tt::backend::dist {
 namespace {
 
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+// Exchange capacity bounds (see inline_capacity_): 64 KiB costs about as
+// little as the bare signature; up to 1 MiB, one all_gather of the data
+// beats the signature round trip plus gloo's own collective.
+constexpr int64_t kMinInlineBytes = 64 * 1024;
+constexpr int64_t kMaxInlineBytes = 1024 * 1024;
+
+int64_t next_capacity(int64_t payload_bytes, int64_t limit) {
+  if (payload_bytes > limit) return kMinInlineBytes;
+  return std::max(kMinInlineBytes, (payload_bytes + 7) / 8 * 8);
+}
 
 std::vector<at::Tensor> to_host_all(const std::vector<at::Tensor>& ts, const char* op) {
   std::vector<at::Tensor> out;
@@ -78,6 +91,7 @@ TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intr
     : c10d::Backend(rank, size),
       gloo_(std::move(gloo)),
       status_(std::move(status)),
+      inline_capacity_(kMinInlineBytes),
       timeout_(timeout),
       group_(std::move(group)) {
   TORCH_CHECK(gloo_ && gloo_->getRank() == rank && gloo_->getSize() == size,
@@ -87,6 +101,10 @@ TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intr
 void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) {
   timeout_ = timeout;
   gloo_->setTimeout(timeout);
+}
+
+int64_t TpuDistBackend::reduce_inline_limit() const {
+  return getSize() == 2 ? kMaxInlineBytes : kMinInlineBytes;
 }
 
 std::string TpuDistBackend::what(const char* op) const {
@@ -121,7 +139,25 @@ WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
   auto missing = [this, seq] {
     return status_ ? missing_ranks(*status_, getRank(), getSize(), seq, std::chrono::milliseconds(2000)) : "";
   };
-  if (agreement_check_enabled()) agree(*gloo_, plan.sig, timeout_, w, missing);
+  if (agreement_check_enabled()) {
+    // Every rank decides alike: the capacity and the plan's host form and
+    // payload size follow from arguments the exchange checks.
+    const bool host_form = plan.local && plan.payload_bytes <= inline_capacity_;
+    at::Tensor rows;
+    try {
+      rows = agree(*gloo_, plan.sig, host_form ? plan.payload : at::Tensor(), inline_capacity_, timeout_, w,
+                   missing);
+    } catch (...) {
+      inline_capacity_ = kMinInlineBytes;  // the ranks' plans may differ: start over alike
+      throw;
+    }
+    if (plan.local) inline_capacity_ = next_capacity(plan.payload_bytes, plan.inline_limit);
+    if (host_form) {
+      plan.local(rows);
+      for (const auto& wr : plan.writes) write_back(wr.first, wr.second);
+      return track(c10::make_intrusive<TpuDistWork>(getRank(), plan.type, w, std::move(plan.outputs)));
+    }
+  }
   WorkPtr gloo_work = issue();
   bool direct = true;
   for (const auto& wr : plan.writes) direct = direct && direct_write(wr.first);
@@ -160,6 +196,16 @@ WorkPtr TpuDistBackend::broadcast(std::vector<at::Tensor>& tensors, const c10d::
   auto hosts = root ? to_host_all(tensors, op) : host_like_all(tensors, op);
   Plan p{{op, opts.rootRank, tensors}, c10d::OpType::BROADCAST, {}, tensors, nullptr};
   if (!root) add_writes(p.writes, tensors, hosts);
+  if (hosts.size() == 1) {
+    at::Tensor h = hosts[0];
+    const int src = static_cast<int>(opts.rootRank);
+    p.payload = root ? h : at::Tensor();
+    p.payload_bytes = static_cast<int64_t>(h.nbytes());
+    p.inline_limit = reduce_inline_limit();
+    p.local = [h, src, root](const at::Tensor& rows) mutable {
+      if (!root) h.view({-1}).copy_(row_data(rows, src, h.scalar_type(), 0, h.numel()));
+    };
+  }
   auto o = opts;
   return run(std::move(p), [&] { return gloo_->broadcast(hosts, o); });
 }
@@ -169,8 +215,15 @@ WorkPtr TpuDistBackend::allreduce(std::vector<at::Tensor>& tensors, const c10d::
   auto hosts = to_host_all(tensors, op);
   auto o = opts;
   o.reduceOp = host_reduce_op(opts.reduceOp, hosts, op);
-  Plan p{{op, -1, tensors}, c10d::OpType::ALLREDUCE, {}, tensors, nullptr};
+  Plan p{{op, -1, tensors, opts.reduceOp.op_}, c10d::OpType::ALLREDUCE, {}, tensors, nullptr};
   add_writes(p.writes, tensors, hosts);
+  if (hosts.size() == 1 && host_reducible(o.reduceOp)) {
+    at::Tensor h = hosts[0];
+    p.payload = h;
+    p.payload_bytes = static_cast<int64_t>(h.nbytes());
+    p.inline_limit = reduce_inline_limit();
+    p.local = [h, red = o.reduceOp](const at::Tensor& rows) mutable { reduce_rows(rows, red, 0, h); };
+  }
   return run(std::move(p), [&] { return gloo_->allreduce(hosts, o); });
 }
 
@@ -180,7 +233,7 @@ WorkPtr TpuDistBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
   auto hosts = to_host_all(tensors, op);
   auto o = opts;
   o.reduceOp = host_reduce_op(opts.reduceOp, hosts, op);
-  Plan p{{op, -1, tensors}, c10d::OpType::ALLREDUCE_COALESCED, {}, tensors, nullptr};
+  Plan p{{op, -1, tensors, opts.reduceOp.op_}, c10d::OpType::ALLREDUCE_COALESCED, {}, tensors, nullptr};
   add_writes(p.writes, tensors, hosts);
   return run(std::move(p), [&] { return gloo_->allreduce_coalesced(hosts, o); });
 }
@@ -190,7 +243,7 @@ WorkPtr TpuDistBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::Red
   auto hosts = to_host_all(tensors, op);
   auto o = opts;
   o.reduceOp = host_reduce_op(opts.reduceOp, hosts, op);
-  Plan p{{op, opts.rootRank, tensors}, c10d::OpType::REDUCE, {}, tensors, nullptr};
+  Plan p{{op, opts.rootRank, tensors, opts.reduceOp.op_}, c10d::OpType::REDUCE, {}, tensors, nullptr};
   if (getRank() == opts.rootRank) add_writes(p.writes, tensors, hosts);
   return run(std::move(p), [&] { return gloo_->reduce(hosts, o); });
 }
@@ -206,6 +259,13 @@ WorkPtr TpuDistBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   std::vector<std::vector<at::Tensor>> outs{host_like_all(outputs[0], op)};
   Plan p{{op, -1, inputs}, c10d::OpType::ALLGATHER, {}, outputs[0], nullptr};
   add_writes(p.writes, outputs[0], outs[0]);
+  p.payload = in[0];
+  p.payload_bytes = static_cast<int64_t>(in[0].nbytes());
+  p.inline_limit = kMaxInlineBytes;
+  p.local = [outs = outs[0]](const at::Tensor& rows) {
+    for (size_t r = 0; r < outs.size(); ++r)
+      outs[r].view({-1}).copy_(row_data(rows, static_cast<int>(r), outs[r].scalar_type(), 0, outs[r].numel()));
+  };
   auto o = opts;
   return run(std::move(p), [&] { return gloo_->allgather(outs, in, o); });
 }
@@ -219,6 +279,13 @@ WorkPtr TpuDistBackend::_allgather_base(at::Tensor& output, at::Tensor& input, c
               input.sizes(), "), got ", output.scalar_type(), output.sizes());
   at::Tensor in = to_host(input), out = host_like(output);
   Plan p{{op, -1, {input}}, c10d::OpType::_ALLGATHER_BASE, {{output, out}}, {output}, nullptr};
+  p.payload = in;
+  p.payload_bytes = static_cast<int64_t>(in.nbytes());
+  p.inline_limit = kMaxInlineBytes;
+  p.local = [out, numel = in.numel(), world = getSize()](const at::Tensor& rows) {
+    auto per_rank = out.view({world, numel});
+    for (int r = 0; r < world; ++r) per_rank[r].copy_(row_data(rows, r, out.scalar_type(), 0, numel));
+  };
   auto o = opts;
   return run(std::move(p), [&] { return gloo_->_allgather_base(out, in, o); });
 }
@@ -322,8 +389,19 @@ WorkPtr TpuDistBackend::reduce_scatter(std::vector<at::Tensor>& outputs, std::ve
   std::vector<std::vector<at::Tensor>> ins{to_host_all(inputs[0], op)};
   auto o = opts;
   o.reduceOp = host_reduce_op(opts.reduceOp, ins[0], op);
-  Plan p{{op, -1, outputs}, c10d::OpType::REDUCE_SCATTER, {}, outputs, nullptr};
+  Plan p{{op, -1, outputs, opts.reduceOp.op_}, c10d::OpType::REDUCE_SCATTER, {}, outputs, nullptr};
   add_writes(p.writes, outputs, outs);
+  const int64_t bytes = static_cast<int64_t>(outs[0].nbytes()) * getSize();
+  if (host_reducible(o.reduceOp) && bytes <= kMaxInlineBytes) {
+    std::vector<at::Tensor> flat;
+    for (const auto& h : ins[0]) flat.push_back(h.reshape({-1}));
+    p.payload = at::cat(flat);
+    p.payload_bytes = bytes;
+    p.inline_limit = reduce_inline_limit();
+    p.local = [h = outs[0], red = o.reduceOp, rank = getRank()](const at::Tensor& rows) mutable {
+      reduce_rows(rows, red, rank * h.numel(), h);
+    };
+  }
   return run(std::move(p), [&] { return gloo_->reduce_scatter(outs, ins, o); });
 }
 
@@ -339,8 +417,30 @@ WorkPtr TpuDistBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& inp
   at::Tensor out = host_like(output);
   auto o = opts;
   o.reduceOp = host_reduce_op(opts.reduceOp, ins, op);
-  Plan p{{op, -1, {input}}, c10d::OpType::_REDUCE_SCATTER_BASE, {{output, out}}, {output}, nullptr};
-  return run(std::move(p), [&] { return gloo_->_reduce_scatter_base(out, ins[0], o); });
+  Plan p{{op, -1, {input}, opts.reduceOp.op_}, c10d::OpType::_REDUCE_SCATTER_BASE, {{output, out}}, {output},
+         nullptr};
+  if (host_reducible(o.reduceOp)) {
+    p.payload = ins[0];
+    p.payload_bytes = static_cast<int64_t>(ins[0].nbytes());
+    p.inline_limit = reduce_inline_limit();
+    p.local = [out, red = o.reduceOp, rank = getRank()](const at::Tensor& rows) mutable {
+      reduce_rows(rows, red, rank * out.numel(), out);
+    };
+  }
+  if (static_cast<int64_t>(ins[0].nbytes()) <= kMinInlineBytes) {
+    return run(std::move(p), [&] { return gloo_->_reduce_scatter_base(out, ins[0], o); });
+  }
+  // Gloo's reduce_scatter of a large message takes 2x to 3x its all_reduce
+  // of the same whole buffer here (benchmarks/collectives.py, gloo column):
+  // all-reduce the host copy instead and keep this rank's block.
+  c10d::AllreduceOptions ao;
+  ao.reduceOp = o.reduceOp;
+  ao.timeout = o.timeout;
+  p.unpack = [full = ins[0], out, rank = getRank()] {
+    const int64_t k = out.numel();
+    out.view({-1}).copy_(full.view({-1}).narrow(0, rank * k, k));
+  };
+  return run(std::move(p), [&] { return gloo_->allreduce(ins, ao); });
 }
 
 WorkPtr TpuDistBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -369,7 +469,7 @@ WorkPtr TpuDistBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>&
   auto o = opts;
   o.reduceOp = host_reduce_op(opts.reduceOp, ins, op);
   auto outs = host_like_all(outputs, op);
-  Plan p{{op, -1, inputs}, c10d::OpType::COALESCED, {}, outputs, nullptr};
+  Plan p{{op, -1, inputs, opts.reduceOp.op_}, c10d::OpType::COALESCED, {}, outputs, nullptr};
   add_writes(p.writes, outputs, outs);
   p.unpack = [out, outs, numels] {
     int64_t offset = 0;

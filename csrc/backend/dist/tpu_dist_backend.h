@@ -5,7 +5,10 @@
 // values to the host, run gloo's collective, write the results back into
 // the tpu tensors' storages in place. JAX does the same for multi-process
 // CPU. Before moving data the ranks agree on their arguments
-// (backend/dist/agreement_check.h), so a mismatch raises instead of hanging.
+// (backend/dist/agreement_check.h), so a mismatch raises instead of hanging;
+// a small collective's data rides in that same exchange and its result is
+// computed on each host (backend/dist/inline_collectives.h), one gloo round
+// trip in all.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -92,10 +95,22 @@ class TpuDistBackend : public c10d::Backend {
     std::vector<std::pair<at::Tensor, at::Tensor>> writes;
     std::vector<at::Tensor> outputs;  // the Work's result and future value
     std::function<void()> unpack;
+    // The host form (inline_collectives.h), where the collective has one:
+    // `local` sets the writes' host values from the exchanged rows;
+    // `payload` is this rank's data (undefined where it sends none) and
+    // `payload_bytes` the most any rank sends (the same on every rank);
+    // `inline_limit` the largest payload worth carrying in the exchange.
+    std::function<void(const at::Tensor& rows)> local;
+    at::Tensor payload;
+    int64_t payload_bytes = 0;
+    int64_t inline_limit = 0;
   };
   // Checks agreement, issues `issue` (which starts gloo on the host copies)
   // and returns the Work (tpu_dist_work.h).
   c10::intrusive_ptr<c10d::Work> run(Plan plan, const std::function<c10::intrusive_ptr<c10d::Work>()>& issue);
+  // The largest payload worth carrying in the exchange for a reduction or
+  // broadcast (every rank receives every rank's data, world x the message).
+  int64_t reduce_inline_limit() const;
   // "tpu_dist all_reduce (rank 0 of 2, group default_pg)", for messages.
   std::string what(const char* op) const;
   // Records `w` in the open coalescing block, if any; returns it.
@@ -104,6 +119,10 @@ class TpuDistBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> gloo_;
   c10::intrusive_ptr<c10d::Store> status_;
   uint64_t seq_ = 0;  // collectives issued (the same count on every rank)
+  // The data bytes each rank's exchange slot carries. The same on every
+  // rank: it follows the last agreed collective's size (loops repeat their
+  // collectives), between kMinInlineBytes and kMaxInlineBytes.
+  int64_t inline_capacity_;
   std::chrono::milliseconds timeout_;
   std::string group_;
   bool coalescing_ = false;
