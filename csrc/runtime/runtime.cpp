@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "runtime/compile_cache.h"
+#include "runtime/host_heap.h"
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
 #include "runtime/sha256.h"
@@ -289,6 +290,7 @@ void Runtime::Init() {
     info_.platform = (n == "gpu" || n == "cuda") ? "cuda" : n;
   }
   state_->is_cpu = info_.platform == "cpu";
+  if (state_->is_cpu) KeepHostHeap();  // its device memory is the heap (host_heap.h)
 
   auto ad = TT_ARGS(PJRT_Client_AddressableDevices_Args);
   ad.client = static_cast<PJRT_Client*>(client_);
