@@ -7,6 +7,10 @@
 // time). KeepHostHeap makes freed memory stay in the heap for the next run,
 // as a device's caching allocator would; ReleaseHostHeap hands the unused
 // part back (torch.tpu.empty_cache()). glibc only; elsewhere both do nothing.
+// Best effort for other threads: glibc fixes its arena limit when a thread
+// first needs an arena, so if one did before the client starts, XLA's threads
+// may get arenas of their own, whose heaps (64 MiB at most) still map and
+// unmap blocks larger than that.
 #pragma once
 
 namespace tt::runtime {

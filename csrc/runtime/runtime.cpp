@@ -249,6 +249,7 @@ void Runtime::Init() {
   int64_t ndev = 1;
   bool is_cpu = info_.platform == "cpu";
   if (is_cpu) {
+    KeepHostHeap();  // its device memory is the heap (host_heap.h); before its threads start
     // TORCH_TPU_NUM_DEVICES, else torchrun's LOCAL_WORLD_SIZE (so that
     // set_device(LOCAL_RANK) works on every local rank, as on CUDA), else 1.
     const char* var = "TORCH_TPU_NUM_DEVICES";
@@ -290,7 +291,6 @@ void Runtime::Init() {
     info_.platform = (n == "gpu" || n == "cuda") ? "cuda" : n;
   }
   state_->is_cpu = info_.platform == "cpu";
-  if (state_->is_cpu) KeepHostHeap();  // its device memory is the heap (host_heap.h)
 
   auto ad = TT_ARGS(PJRT_Client_AddressableDevices_Args);
   ad.client = static_cast<PJRT_Client*>(client_);
