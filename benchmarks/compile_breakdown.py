@@ -16,12 +16,12 @@ import torch  # noqa: E402
 
 import torch_tpu  # noqa: E402
 from torch_tpu.compiler import compiled_graph  # noqa: E402
-from workloads import NAMES, torch as torch_workloads  # noqa: E402
+from workloads import ALL, torch as torch_workloads  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("workload", choices=NAMES)
+    ap.add_argument("workload", choices=ALL)
     ap.add_argument("--steps", type=int, default=10)
     args = ap.parse_args()
     torch_tpu.compiler.register()

@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 
 from machine_info import machine, save_results  # noqa: E402
 from run import run_one, split  # noqa: E402
-from workloads import NAMES as WORKLOADS  # noqa: E402
+from workloads import ALL, NAMES as WORKLOADS  # noqa: E402
 
 ENGINES = ("tpu_eager", "tpu_fused", "tpu_compile")
 TARGET = 1.03
@@ -77,7 +77,7 @@ def main():
         args.rounds, args.steps, args.warmup = 1, 3, 1
     if args.rounds < 1 or args.steps < 1:
         raise SystemExit("--rounds and --steps must be at least 1")
-    workloads = split(args.workloads, WORKLOADS, "workload")
+    workloads = split(args.workloads, ALL, "workload")
     engines = split(args.engines, ENGINES, "engine")
     saved = os.environ.get("TORCH_TPU_DEVICE_CHECKS")
     started = datetime.datetime.now(datetime.timezone.utc)

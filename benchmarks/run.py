@@ -1,14 +1,17 @@
 """Benchmark harness: every engine on every workload, one run, this machine.
 
-    python benchmarks/run.py                       # all engines, all workloads
-    python benchmarks/run.py --quick --engines torch_eager,tpu_eager --workloads mlp
+    python benchmarks/run.py                       # all engines, the default workloads
+    python benchmarks/run.py --quick --engines torch_eager,tpu_eager --workloads mlp   # smoke test only
+    python benchmarks/run.py --workloads gpt_100m --engines tpu_eager,tpu_fused,jax_jit   # not in the default run
     bash benchmarks/setup_torch_xla.sh             # once, for the torch_xla engine
 
 Each (engine, workload) runs in a fresh process twice: cold (an empty compile
 cache folder) and warm (a second process on the same folder), so time to first
 step is measured both ways. Steady step time is the median of --steps steps
 after warmup, from the cold process. An engine that is missing or fails is
-listed with its reason. Prints a table and ratios, writes
+listed with its reason. --quick (3 steps after 1 warmup) is a smoke test that the
+engines run and agree; its times are not measurements (fused eager and the
+compiled engines are still settling after their first steps). Prints a table and ratios, writes
 benchmarks/results/<stamp>.json and <stamp>.png (and latest.json, latest.png).
 """
 import argparse
@@ -26,7 +29,7 @@ sys.path.insert(0, HERE)
 
 from machine_info import machine  # noqa: E402
 from report import chart, print_tables  # noqa: E402
-from workloads import NAMES as WORKLOADS  # noqa: E402
+from workloads import ALL, NAMES as WORKLOADS  # noqa: E402
 
 ENGINES = ("torch_eager", "torch_inductor", "tpu_eager", "tpu_fused", "tpu_compile", "tpu_trainstep", "jax_jit",
            "torch_xla")
@@ -85,11 +88,13 @@ def split(s, allowed, what):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--workloads", default=",".join(WORKLOADS),
+                   help=f"default: {','.join(WORKLOADS)}; also: {','.join(w for w in ALL if w not in WORKLOADS)}")
     p.add_argument("--engines", default=",".join(ENGINES))
     p.add_argument("--steps", type=int, default=20, help="timed steps per engine and workload")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
-    p.add_argument("--quick", action="store_true", help="smoke test: 3 steps, 1 warmup")
+    p.add_argument("--quick", action="store_true", help="smoke test only (3 steps, 1 warmup): checks that every engine runs and agrees; "
+                        "its step times are not measurements")
     p.add_argument("--no-warm", action="store_true", help="skip the warm-cache second process")
     p.add_argument("--no-chart", action="store_true")
     p.add_argument("--timeout", type=int, default=900, help="seconds per runner process")
@@ -104,7 +109,7 @@ def main():
         raise SystemExit("--steps must be at least 1")
     if args.torch_threads:
         os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)
-    workloads = split(args.workloads, WORKLOADS, "workload")
+    workloads = split(args.workloads, ALL, "workload")
     engines = split(args.engines, ENGINES, "engine")
 
     started = datetime.datetime.now(datetime.timezone.utc)

@@ -24,3 +24,11 @@ class convnet:
 class kv_cache:
     # 32 MiB per float32 cache: a step that copied its caches would show it.
     BATCH, MAX_SEQ, DIM = 8, 2048, 512
+
+
+class gpt_100m:
+    # GPT-2 small's shape (12 layers, 768 wide, 12 heads) with a 32k vocabulary:
+    # 110M parameters. 256 tokens a step: its matmuls (~170 GFLOP with the
+    # backward) and AdamW over 110M parameters take seconds here, so compute,
+    # not per-op overhead, is what a step measures. Not in the default run.
+    BATCH, CTX, VOCAB, EMBD, LAYERS, HEADS = 2, 128, 32000, 768, 12, 12

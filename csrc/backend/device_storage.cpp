@@ -14,6 +14,8 @@
 #include "backend/oom_count.h"
 #include "backend/tpu_device.h"
 #include "lowering/view.h"
+#include "runtime/host_heap.h"
+#include "runtime/runtime.h"
 
 namespace tt::backend {
 
@@ -99,10 +101,13 @@ void delete_storage(void* ctx) { delete static_cast<DeviceStorage*>(ctx); }
 // A c10::DeviceAllocator so that torch.accelerator's memory API works for
 // tpu. PJRT owns device memory: a storage's buffer is allocated by the
 // program that produces it and freed when its last reference dies, so bytes
-// reserved equal bytes allocated and there is no cache to empty.
+// reserved equal bytes allocated. The CPU plugin's freed memory stays in the
+// process heap (runtime/host_heap.h); emptying the cache hands it back.
 struct TpuAllocator final : c10::DeviceAllocator {
   bool initialized() override { return device_count_or_zero() > 0; }
-  void emptyCache(c10::MempoolId_t) override {}
+  void emptyCache(c10::MempoolId_t) override {
+    if (runtime::Runtime::IsInitialized()) runtime::ReleaseHostHeap();
+  }
   // Buffers stay alive while a program that reads them is pending, whichever
   // stream issued it, so there is nothing to record.
   void recordStream(const c10::DataPtr&, c10::Stream) override {}

@@ -18,6 +18,7 @@
 #include "backend/op_registration.h"
 #include "backend/program_runner.h"
 #include "backend/stream_events.h"
+#include "runtime/host_heap.h"
 #include "backend/tpu_device.h"
 #include "lowering/rule.h"
 #include "runtime/compile_cache.h"
@@ -54,6 +55,7 @@ py::dict runtime_info() {
   py::list kinds;
   for (int k = 0; k < r.device_count(); ++k) kinds.append(r.device_kind(k));
   d["device_kinds"] = kinds;
+  d["host_heap"] = runtime::HostHeapKept() ? "kept" : "released";
   return d;
 }
 
@@ -177,6 +179,7 @@ PYBIND11_MODULE(_C, m) {
     const auto& c = rt().compile_cache().config();
     return c.enabled ? py::object(py::str(c.dir)) : py::object(py::none());
   });
+  m.def("_release_host_heap", &runtime::ReleaseHostHeap);
   m.def("_cache_clear", [] { backend::program_cache_clear(); });
   m.def("_set_eager_mode", [](const std::string& mode) {
     py::gil_scoped_release no_gil;

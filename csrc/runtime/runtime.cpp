@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "runtime/compile_cache.h"
+#include "runtime/host_heap.h"
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
 #include "runtime/sha256.h"
@@ -248,6 +249,7 @@ void Runtime::Init() {
   int64_t ndev = 1;
   bool is_cpu = info_.platform == "cpu";
   if (is_cpu) {
+    KeepHostHeap();  // its device memory is the heap (host_heap.h); before its threads start
     // TORCH_TPU_NUM_DEVICES, else torchrun's LOCAL_WORLD_SIZE (so that
     // set_device(LOCAL_RANK) works on every local rank, as on CUDA), else 1.
     const char* var = "TORCH_TPU_NUM_DEVICES";

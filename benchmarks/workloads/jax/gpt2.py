@@ -7,14 +7,12 @@ import jax.numpy as jnp
 from .. import dims, init
 from . import cross_entropy, layer_norm, linear, training
 
-D = dims.gpt2
 
-
-def attention(p, name, x):
+def attention(p, name, x, heads):
     b, t, c = x.shape
-    hd = c // D.HEADS
+    hd = c // heads
     q, k, v = jnp.split(linear(p, name + ".c_attn", x), 3, axis=2)
-    q, k, v = (z.reshape(b, t, D.HEADS, hd).transpose(0, 2, 1, 3) for z in (q, k, v))
+    q, k, v = (z.reshape(b, t, heads, hd).transpose(0, 2, 1, 3) for z in (q, k, v))
     att = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(hd))
     causal = jnp.tril(jnp.ones((t, t), bool))
     att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1)
@@ -22,21 +20,21 @@ def attention(p, name, x):
     return linear(p, name + ".c_proj", y)
 
 
-def forward(p, idx):
+def forward(D, p, idx):
     x = p["wte.weight"][idx] + p["wpe.weight"][jnp.arange(idx.shape[1])]
     for i in range(D.LAYERS):
         h = f"h.{i}"
-        x = x + attention(p, h + ".attn", layer_norm(p, h + ".ln_1", x))
+        x = x + attention(p, h + ".attn", layer_norm(p, h + ".ln_1", x), D.HEADS)
         m = jax.nn.gelu(linear(p, h + ".mlp.c_fc", layer_norm(p, h + ".ln_2", x)), approximate=False)
         x = x + linear(p, h + ".mlp.c_proj", m)
     return layer_norm(p, "ln_f", x) @ p["wte.weight"].T
 
 
-def loss_fn(p, idx, targets):
-    return cross_entropy(forward(p, idx).reshape(-1, D.VOCAB), targets.reshape(-1))
+def build_sized(D, name):
+    """The training step of a GPT-2 of sizes `D`; its tokens are init's `<name>.tokens`."""
+    def loss_fn(p, idx, targets):
+        return cross_entropy(forward(D, p, idx).reshape(-1, D.VOCAB), targets.reshape(-1))
 
-
-def build():
     e = D.EMBD
     shapes = {"wte.weight": (D.VOCAB, e), "wpe.weight": (D.CTX, e), "ln_f.weight": (e,), "ln_f.bias": (e,)}
     for i in range(D.LAYERS):
@@ -45,5 +43,9 @@ def build():
         for lin, (n_in, n_out) in {"attn.c_attn": (e, 3 * e), "attn.c_proj": (e, e),
                                    "mlp.c_fc": (e, 4 * e), "mlp.c_proj": (4 * e, e)}.items():
             shapes[f"h.{i}.{lin}.weight"], shapes[f"h.{i}.{lin}.bias"] = (n_out, n_in), (n_out,)
-    tokens = init.integers("gpt2.tokens", (D.BATCH, D.CTX + 1), D.VOCAB)
+    tokens = init.integers(f"{name}.tokens", (D.BATCH, D.CTX + 1), D.VOCAB)
     return training(loss_fn, shapes, (tokens[:, :-1], tokens[:, 1:]))
+
+
+def build():
+    return build_sized(dims.gpt2, "gpt2")
