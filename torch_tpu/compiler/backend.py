@@ -46,8 +46,9 @@ def tpu_backend(gm, example_inputs, **kwargs):
     """A Dynamo backend: pass to torch.compile as backend="tpu" (or this function)."""
     from torch._dynamo.backends.common import aot_autograd
     from .decompositions import tpu_decompositions
-    from .tracing_overrides import install
-    install()
+    from . import dynamo_overrides, tracing_overrides
+    dynamo_overrides.install()
+    tracing_overrides.install()
     aot = aot_autograd(
         fw_compiler=_compiler("forward"),
         bw_compiler=_compiler("backward"),
@@ -67,4 +68,6 @@ def register():
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
     if "tpu" not in _BACKENDS:
         register_backend(tpu_backend, name="tpu")
+    from . import dynamo_overrides
+    dynamo_overrides.install()
     _registered = True

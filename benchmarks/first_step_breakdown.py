@@ -1,0 +1,179 @@
+"""Where torch.compile(backend="tpu")'s first step goes, cold and warm.
+
+Runs each workload's first compiled step (benchmarks/workloads, as run.py's
+tpu_compile engine does) in fresh processes: cold (empty persistent cache
+folder), then warm (a second process on the same folder). Each process
+times, exclusively (a phase's time excludes the phases nested in it):
+
+  import      import torch, torch_tpu and Dynamo (before the step)
+  build       the model, optimizer and inputs on tpu (before the step)
+  dynamo      Dynamo's frame tracing and guard building (convert_frame._compile)
+  aot         our backend: AOTAutograd's joint graph, decompositions, partition
+  graph_spec  the graph description (GraphSpec / PaddedGraphSpec)
+  lowering    StableHLO lowering and the rest of building a program
+  xla         XLA compiles of graph programs (cold) / disk loads (warm)
+  run         compiled graphs' calls, the programs' dispatch
+  other       the rest of the step: Python between graphs, guards, eager ops
+              (eager programs compiled or loaded: `eager progs`), the wait
+
+    python benchmarks/first_step_breakdown.py [--workloads mlp,gpt2] [--profile N]
+
+--profile N prints cProfile's top N functions (cumulative) of each first step.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+T0 = time.perf_counter()
+HERE = os.path.dirname(os.path.abspath(__file__))
+PHASES = ("dynamo", "aot", "graph_spec", "lowering", "xla", "run", "other")
+
+
+class Phases:
+    """Exclusive wall time per phase, from wrapped functions that may nest."""
+
+    def __init__(self):
+        self.excl = collections.defaultdict(float)
+        self.stack = []
+
+    def timed(self, phase, fn, after=None):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            self.stack.append([phase, 0.0])
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - t0
+                _, nested = self.stack.pop()
+                self.excl[phase] += elapsed - nested
+                if self.stack:
+                    self.stack[-1][1] += elapsed
+            if after is not None:
+                after(out, args)
+            return out
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    def move(self, seconds, src, dst):
+        """Reassigns `seconds` of `src`'s exclusive time to `dst`."""
+        self.excl[src] -= seconds
+        self.excl[dst] += seconds
+
+
+def instrument(phases):
+    import torch._dynamo.convert_frame as convert_frame
+    from torch._dynamo.backends.registry import _COMPILER_FNS
+
+    from torch_tpu.compiler import bucketed_program, buckets, compiled_graph, graph_spec
+    convert_frame._compile = phases.timed("dynamo", convert_frame._compile)
+    _COMPILER_FNS["tpu"] = phases.timed("aot", _COMPILER_FNS["tpu"])
+    graph_spec.GraphSpec.__init__ = phases.timed("graph_spec", graph_spec.GraphSpec.__init__)
+    buckets.PaddedGraphSpec.__init__ = phases.timed("graph_spec", buckets.PaddedGraphSpec.__init__)
+
+    def xla_part(entry, args):  # the program's XLA compile / disk load, inside _compile
+        if entry:
+            phases.move(entry[0].compile_seconds, "lowering", "xla")
+    compiled_graph.CompiledGraph._compile = phases.timed("lowering", compiled_graph.CompiledGraph._compile, xla_part)
+
+    def bucket_xla(_, args):
+        phases.move(args[0].exe.compile_seconds, "lowering", "xla")
+    bucketed_program.BucketedProgram.__init__ = phases.timed("lowering", bucketed_program.BucketedProgram.__init__,
+                                                             bucket_xla)
+    compiled_graph.CompiledGraph.__call__ = phases.timed("run", compiled_graph.CompiledGraph.__call__)
+
+
+def child(args):
+    sys.path.insert(0, HERE)
+    from engines import ENGINES
+    engine = ENGINES["tpu_compile"]()
+    engine.prepare(args.cache_dir)
+    engine.load()
+    import torch_tpu
+    import_s = time.perf_counter() - T0
+    phases = Phases()
+    instrument(phases)
+    t0 = time.perf_counter()
+    w = engine.build(args.workload)
+    build_s = time.perf_counter() - t0
+    before = torch_tpu.cache_info()
+    profiler = None
+    if args.profile:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
+    t0 = time.perf_counter()
+    top = phases.timed("other", lambda: engine.sync(w.step()))
+    top()
+    step_s = time.perf_counter() - t0
+    if profiler is not None:
+        profiler.disable()
+        import pstats
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
+    after = torch_tpu.cache_info()
+    modes_b, modes_a = before["modes"], after["modes"]
+    res = {"import_s": import_s, "build_s": build_s, "first_step_s": step_s,
+           **{p: phases.excl[p] for p in PHASES},
+           "graphs": torch_tpu.compile_stats()["graphs"],
+           "graph_compiles": modes_a["graph"]["compiles"] - modes_b["graph"]["compiles"],
+           "eager_compiles": (after["compiles"] - before["compiles"]) - (modes_a["graph"]["compiles"]
+                                                                          - modes_b["graph"]["compiles"]),
+           "disk_hits": after["disk_hits"] - before["disk_hits"],
+           "disk_load_s": after["disk_load_seconds"] - before["disk_load_seconds"],
+           "build_compiles": before["compiles"], "build_disk_hits": before["disk_hits"]}
+    print("BREAKDOWN " + json.dumps(res), flush=True)
+
+
+def run_child(workload, cache_dir, profile):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--workload", workload, "--cache-dir", cache_dir]
+    if profile:
+        cmd += ["--profile", str(profile)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/")
+    if proc.returncode != 0 or "BREAKDOWN " not in proc.stdout:
+        raise SystemExit(f"{workload}: child failed\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    if profile:
+        sys.stderr.write(proc.stderr)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("BREAKDOWN "))
+    res = json.loads(line[len("BREAKDOWN "):])
+    res["process_s"] = time.perf_counter() - t0
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default="mlp,gpt2,llama_decode,convnet")
+    ap.add_argument("--profile", type=int, default=0)
+    ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--workload", help=argparse.SUPPRESS)
+    ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    cols = ("first_step_s",) + PHASES
+    print(f"{'workload':<13} {'cache':<5} {'import':>6} {'build':>6} | {'1st step':>8} = "
+          + " ".join(f"{c:>10}" for c in PHASES) + f" | {'graphs':>6} {'compiles':>8} {'eager progs':>11} {'disk':>4}")
+    results = {}
+    for workload in args.workloads.split(","):
+        with tempfile.TemporaryDirectory(prefix="tt_first_step_") as tmp:
+            for state in ("cold", "warm"):
+                r = run_child(workload, tmp, args.profile)
+                results[f"{workload}/{state}"] = r
+                print(f"{workload:<13} {state:<5} {r['import_s']:6.2f} {r['build_s']:6.2f} | {r['first_step_s']:8.2f} = "
+                      + " ".join(f"{r[c]:10.3f}" for c in PHASES)
+                      + f" | {r['graphs']:6d} {r['graph_compiles']:8d} {r['eager_compiles']:11d} {r['disk_hits']:4d}",
+                      flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
