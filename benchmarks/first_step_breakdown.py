@@ -12,6 +12,10 @@ times, exclusively (a phase's time excludes the phases nested in it):
   graph_spec  the graph description (GraphSpec / PaddedGraphSpec)
   lowering    StableHLO lowering and the rest of building a program
   xla         XLA compiles of graph programs (cold) / disk loads (warm)
+  wait        waiting at a graph's first call for its program, built in the
+              background (TORCH_TPU_COMPILE_AHEAD); the background thread's
+              own graph_spec / lowering / xla time is shown after the '|'
+              (overlapped, not part of the sum)
   run         compiled graphs' calls, the programs' dispatch
   other       the rest of the step: Python between graphs, guards, eager ops
               (eager programs compiled or loaded: `eager progs`), the wait
@@ -19,6 +23,8 @@ times, exclusively (a phase's time excludes the phases nested in it):
     python benchmarks/first_step_breakdown.py [--workloads mlp,gpt2] [--profile N]
 
 --profile N prints cProfile's top N functions (cumulative) of each first step.
+--ab VAR=VALUE runs every cold and warm process twice, interleaved: as is
+(run "-") and with VAR=VALUE in the environment (its own cache folder).
 """
 import argparse
 import collections
@@ -27,32 +33,40 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 T0 = time.perf_counter()
 HERE = os.path.dirname(os.path.abspath(__file__))
-PHASES = ("dynamo", "aot", "graph_spec", "lowering", "xla", "run", "other")
+PHASES = ("dynamo", "aot", "graph_spec", "lowering", "xla", "wait", "run", "other")
+BACKGROUND = ("graph_spec", "lowering", "xla")
 
 
 class Phases:
-    """Exclusive wall time per phase, from wrapped functions that may nest."""
+    """Exclusive wall time per phase, from wrapped functions that may nest;
+    the main thread's in `excl`, other threads' in `background`."""
 
     def __init__(self):
         self.excl = collections.defaultdict(float)
-        self.stack = []
+        self.background = collections.defaultdict(float)
+        self.local = threading.local()
+
+    def _table(self):
+        return self.excl if threading.current_thread() is threading.main_thread() else self.background
 
     def timed(self, phase, fn, after=None):
         def wrapper(*args, **kwargs):
+            stack = self.local.__dict__.setdefault("stack", [])
             t0 = time.perf_counter()
-            self.stack.append([phase, 0.0])
+            stack.append([phase, 0.0])
             try:
                 out = fn(*args, **kwargs)
             finally:
                 elapsed = time.perf_counter() - t0
-                _, nested = self.stack.pop()
-                self.excl[phase] += elapsed - nested
-                if self.stack:
-                    self.stack[-1][1] += elapsed
+                _, nested = stack.pop()
+                self._table()[phase] += elapsed - nested
+                if stack:
+                    stack[-1][1] += elapsed
             if after is not None:
                 after(out, args)
             return out
@@ -60,9 +74,10 @@ class Phases:
         return wrapper
 
     def move(self, seconds, src, dst):
-        """Reassigns `seconds` of `src`'s exclusive time to `dst`."""
-        self.excl[src] -= seconds
-        self.excl[dst] += seconds
+        """Reassigns `seconds` of `src`'s exclusive time to `dst` (this thread's)."""
+        table = self._table()
+        table[src] -= seconds
+        table[dst] += seconds
 
 
 def instrument(phases):
@@ -75,10 +90,10 @@ def instrument(phases):
     graph_spec.GraphSpec.__init__ = phases.timed("graph_spec", graph_spec.GraphSpec.__init__)
     buckets.PaddedGraphSpec.__init__ = phases.timed("graph_spec", buckets.PaddedGraphSpec.__init__)
 
-    def xla_part(entry, args):  # the program's XLA compile / disk load, inside _compile
-        if entry:
-            phases.move(entry[0].compile_seconds, "lowering", "xla")
-    compiled_graph.CompiledGraph._compile = phases.timed("lowering", compiled_graph.CompiledGraph._compile, xla_part)
+    def xla_part(built, args):  # the program's XLA compile / disk load, inside _build
+        phases.move(built[1].compile_seconds, "lowering", "xla")
+    compiled_graph.CompiledGraph._build = phases.timed("lowering", compiled_graph.CompiledGraph._build, xla_part)
+    compiled_graph.CompiledGraph._compile = phases.timed("wait", compiled_graph.CompiledGraph._compile)
 
     def bucket_xla(_, args):
         phases.move(args[0].exe.compile_seconds, "lowering", "xla")
@@ -118,6 +133,7 @@ def child(args):
     modes_b, modes_a = before["modes"], after["modes"]
     res = {"import_s": import_s, "build_s": build_s, "first_step_s": step_s,
            **{p: phases.excl[p] for p in PHASES},
+           **{"bg_" + p: phases.background[p] for p in BACKGROUND},
            "graphs": torch_tpu.compile_stats()["graphs"],
            "graph_compiles": modes_a["graph"]["compiles"] - modes_b["graph"]["compiles"],
            "eager_compiles": (after["compiles"] - before["compiles"]) - (modes_a["graph"]["compiles"]
@@ -128,12 +144,12 @@ def child(args):
     print("BREAKDOWN " + json.dumps(res), flush=True)
 
 
-def run_child(workload, cache_dir, profile):
+def run_child(workload, cache_dir, profile, env=None):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--workload", workload, "--cache-dir", cache_dir]
     if profile:
         cmd += ["--profile", str(profile)]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd="/", env=env)
     if proc.returncode != 0 or "BREAKDOWN " not in proc.stdout:
         raise SystemExit(f"{workload}: child failed\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     if profile:
@@ -149,6 +165,7 @@ def main():
     ap.add_argument("--workloads", default="mlp,gpt2,llama_decode,convnet")
     ap.add_argument("--profile", type=int, default=0)
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--ab", help="VAR=VALUE: also run every process with this setting, interleaved")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
@@ -157,19 +174,25 @@ def main():
         child(args)
         return
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    cols = ("first_step_s",) + PHASES
-    print(f"{'workload':<13} {'cache':<5} {'import':>6} {'build':>6} | {'1st step':>8} = "
-          + " ".join(f"{c:>10}" for c in PHASES) + f" | {'graphs':>6} {'compiles':>8} {'eager progs':>11} {'disk':>4}")
+    variants = [("-", None)]
+    if args.ab:
+        var, _, value = args.ab.partition("=")
+        variants.append((args.ab, dict(os.environ, **{var: value})))
+    print(f"{'workload':<13} {'cache':<5} {'run':<26} {'import':>6} {'build':>6} | {'1st step':>8} = "
+          + " ".join(f"{c:>10}" for c in PHASES) + " | " + " ".join(f"{'bg ' + c:>10}" for c in BACKGROUND)
+          + f" | {'graphs':>6} {'compiles':>8} {'eager progs':>11} {'disk':>4}")
     results = {}
     for workload in args.workloads.split(","):
         with tempfile.TemporaryDirectory(prefix="tt_first_step_") as tmp:
             for state in ("cold", "warm"):
-                r = run_child(workload, tmp, args.profile)
-                results[f"{workload}/{state}"] = r
-                print(f"{workload:<13} {state:<5} {r['import_s']:6.2f} {r['build_s']:6.2f} | {r['first_step_s']:8.2f} = "
-                      + " ".join(f"{r[c]:10.3f}" for c in PHASES)
-                      + f" | {r['graphs']:6d} {r['graph_compiles']:8d} {r['eager_compiles']:11d} {r['disk_hits']:4d}",
-                      flush=True)
+                for k, (label, env) in enumerate(variants):
+                    r = run_child(workload, os.path.join(tmp, str(k)), args.profile, env)
+                    results[f"{workload}/{state}/{label}"] = r
+                    print(f"{workload:<13} {state:<5} {label:<26} {r['import_s']:6.2f} {r['build_s']:6.2f} | "
+                          f"{r['first_step_s']:8.2f} = " + " ".join(f"{r[c]:10.3f}" for c in PHASES)
+                          + " | " + " ".join(f"{r['bg_' + c]:10.3f}" for c in BACKGROUND)
+                          + f" | {r['graphs']:6d} {r['graph_compiles']:8d} {r['eager_compiles']:11d} "
+                          f"{r['disk_hits']:4d}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

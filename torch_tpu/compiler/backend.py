@@ -20,6 +20,7 @@ def _compiler(kind):
                 # values saved for backward, which only the backward graph reads.
                 saved_from = meta.num_forward
         graph = CompiledGraph(gm, f"{kind}_{next(_counter)}", saved_from, updates)
+        graph.build_ahead(example_inputs)
 
         def run(args):
             return graph(args)
@@ -56,7 +57,10 @@ def tpu_backend(gm, example_inputs, **kwargs):
         decompositions=tpu_decompositions(),
         keep_inference_input_mutations=False,
     )
-    return aot(gm, example_inputs, **kwargs)
+    # The backward is handed to bw_compiler now, not at the first backward,
+    # so that its program builds (CompiledGraph.build_ahead) beside the forward's.
+    with torch._functorch.config.patch(force_non_lazy_backward_lowering=True):
+        return aot(gm, example_inputs, **kwargs)
 
 
 def register():
