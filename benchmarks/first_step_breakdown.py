@@ -19,12 +19,16 @@ times, exclusively (a phase's time excludes the phases nested in it):
   run         compiled graphs' calls, the programs' dispatch
   other       the rest of the step: Python between graphs, guards, eager ops
               (eager programs compiled or loaded: `eager progs`), the wait
+  cpu s       the process's CPU time over the first step, all threads (less
+              disturbed than wall time by other processes on a shared machine)
 
     python benchmarks/first_step_breakdown.py [--workloads mlp,gpt2] [--profile N]
 
 --profile N prints cProfile's top N functions (cumulative) of each first step.
 --ab VAR=VALUE runs every cold and warm process twice, interleaved: as is
-(run "-") and with VAR=VALUE in the environment (its own cache folder).
+(run "-") and with VAR=VALUE in the environment (its own cache folder), e.g.
+TORCH_TPU_COMPILE_AHEAD=0, or PYTHONPATH=DIR for another torch_tpu build.
+--repeat N repeats everything N times and ends with the medians.
 """
 import argparse
 import collections
@@ -33,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import statistics
 import threading
 import time
 
@@ -92,8 +97,16 @@ def instrument(phases):
 
     def xla_part(built, args):  # the program's XLA compile / disk load, inside _build
         phases.move(built[1].compile_seconds, "lowering", "xla")
-    compiled_graph.CompiledGraph._build = phases.timed("lowering", compiled_graph.CompiledGraph._build, xla_part)
-    compiled_graph.CompiledGraph._compile = phases.timed("wait", compiled_graph.CompiledGraph._compile)
+
+    def xla_part_inline(entry, args):  # builds without _build (before compile-ahead): inside _compile
+        if entry:
+            phases.move(entry[0].compile_seconds, "lowering", "xla")
+    cg = compiled_graph.CompiledGraph
+    if hasattr(cg, "_build"):
+        cg._build = phases.timed("lowering", cg._build, xla_part)
+        cg._compile = phases.timed("wait", cg._compile)
+    else:
+        cg._compile = phases.timed("lowering", cg._compile, xla_part_inline)
 
     def bucket_xla(_, args):
         phases.move(args[0].exe.compile_seconds, "lowering", "xla")
@@ -121,17 +134,17 @@ def child(args):
         import cProfile
         profiler = cProfile.Profile()
         profiler.enable()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     top = phases.timed("other", lambda: engine.sync(w.step()))
     top()
-    step_s = time.perf_counter() - t0
+    step_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     if profiler is not None:
         profiler.disable()
         import pstats
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
     after = torch_tpu.cache_info()
     modes_b, modes_a = before["modes"], after["modes"]
-    res = {"import_s": import_s, "build_s": build_s, "first_step_s": step_s,
+    res = {"import_s": import_s, "build_s": build_s, "first_step_s": step_s, "cpu_s": cpu_s,
            **{p: phases.excl[p] for p in PHASES},
            **{"bg_" + p: phases.background[p] for p in BACKGROUND},
            "graphs": torch_tpu.compile_stats()["graphs"],
@@ -166,6 +179,7 @@ def main():
     ap.add_argument("--profile", type=int, default=0)
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--ab", help="VAR=VALUE: also run every process with this setting, interleaved")
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
@@ -180,19 +194,25 @@ def main():
         variants.append((args.ab, dict(os.environ, **{var: value})))
     print(f"{'workload':<13} {'cache':<5} {'run':<26} {'import':>6} {'build':>6} | {'1st step':>8} = "
           + " ".join(f"{c:>10}" for c in PHASES) + " | " + " ".join(f"{'bg ' + c:>10}" for c in BACKGROUND)
-          + f" | {'graphs':>6} {'compiles':>8} {'eager progs':>11} {'disk':>4}")
-    results = {}
-    for workload in args.workloads.split(","):
+          + f" | {'graphs':>6} {'compiles':>8} {'eager progs':>11} {'disk':>4} {'cpu s':>6}")
+    results = collections.defaultdict(list)
+    for _, workload in [(i, w) for i in range(args.repeat) for w in args.workloads.split(",")]:
         with tempfile.TemporaryDirectory(prefix="tt_first_step_") as tmp:
             for state in ("cold", "warm"):
                 for k, (label, env) in enumerate(variants):
                     r = run_child(workload, os.path.join(tmp, str(k)), args.profile, env)
-                    results[f"{workload}/{state}/{label}"] = r
+                    results[f"{workload}/{state}/{label}"].append(r)
                     print(f"{workload:<13} {state:<5} {label:<26} {r['import_s']:6.2f} {r['build_s']:6.2f} | "
                           f"{r['first_step_s']:8.2f} = " + " ".join(f"{r[c]:10.3f}" for c in PHASES)
                           + " | " + " ".join(f"{r['bg_' + c]:10.3f}" for c in BACKGROUND)
                           + f" | {r['graphs']:6d} {r['graph_compiles']:8d} {r['eager_compiles']:11d} "
-                          f"{r['disk_hits']:4d}", flush=True)
+                          f"{r['disk_hits']:4d} {r['cpu_s']:6.2f}", flush=True)
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} runs (load now {os.getloadavg()[0]:.2f})")
+        for key, runs in results.items():
+            med = {c: statistics.median(r[c] for r in runs) for c in ("first_step_s", "cpu_s") + PHASES}
+            print(f"{key:<50} {med['first_step_s']:8.2f} = " + " ".join(f"{med[c]:10.3f}" for c in PHASES)
+                  + f" | cpu {med['cpu_s']:6.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
