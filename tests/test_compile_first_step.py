@@ -1,9 +1,10 @@
 """The first step of torch.compile(backend="tpu"): each graph's program builds
 in the background as soon as AOTAutograd hands the graph over (the
-backward's too, before the first backward), TORCH_TPU_COMPILE_AHEAD=0 builds
-at the first call, Dynamo's optimizer tracing does not import Inductor, and
-a second process on the same persistent cache folder compiles nothing and
-gets the same numbers."""
+backward's too, before the first backward) where TORCH_TPU_COMPILE_AHEAD or
+the core count says so, else at the first call; Dynamo's optimizer tracing
+does not import Inductor; a second process on the same persistent cache
+folder (programs loaded in the background) compiles nothing and gets the
+same numbers."""
 import json
 import os
 import subprocess
@@ -61,7 +62,7 @@ def _cpu_reference():
 
 
 def test_forward_and_backward_build_ahead_in_background(monkeypatch):
-    monkeypatch.delenv("TORCH_TPU_COMPILE_AHEAD", raising=False)
+    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", "1")
     torch._dynamo.reset()
     threads = _build_threads(monkeypatch)
     loss, grads = _train_once(_model().to("tpu"))
@@ -86,10 +87,20 @@ def test_compile_ahead_off_builds_at_first_call(monkeypatch):
     assert not threads["backward"].startswith("torch_tpu_compile"), threads
 
 
+def test_compile_ahead_default_follows_the_cores(monkeypatch):
+    monkeypatch.delenv("TORCH_TPU_COMPILE_AHEAD", raising=False)
+    monkeypatch.setattr(compiled_graph.os, "sched_getaffinity", lambda pid: set(range(2)))
+    assert not compiled_graph.compile_ahead_enabled()
+    monkeypatch.setattr(compiled_graph.os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert compiled_graph.compile_ahead_enabled()
+    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", "0")
+    assert not compiled_graph.compile_ahead_enabled()
+
+
 def test_graph_built_ahead_then_called_with_other_shapes_compiles_again(monkeypatch):
     """A program built for the example inputs is used only when the call's
     signature matches; another signature builds its own."""
-    monkeypatch.delenv("TORCH_TPU_COMPILE_AHEAD", raising=False)
+    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", "1")
     torch._dynamo.reset()
     gm = _aten_graph()
     g = compiled_graph.CompiledGraph(gm, "inference_ahead")
@@ -108,7 +119,7 @@ def test_graph_built_ahead_then_called_with_other_shapes_compiles_again(monkeypa
 def test_lowering_error_in_background_runs_eagerly_with_warning(monkeypatch):
     """A graph that cannot be lowered, found in the background thread, warns
     on the calling thread at the first call and runs op by op."""
-    monkeypatch.delenv("TORCH_TPU_COMPILE_AHEAD", raising=False)
+    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", "1")
     gm = _aten_graph()
 
     def refuse(*args, **kwargs):
@@ -156,7 +167,7 @@ TRAIN = textwrap.dedent(
 
 
 def _run_train(cache_dir):
-    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache_dir))
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache_dir), TORCH_TPU_COMPILE_AHEAD="1")
     env.pop("TORCH_TPU_CACHE", None)
     proc = subprocess.run([sys.executable, "-c", TRAIN], capture_output=True, text=True, env=env, timeout=300,
                           cwd=NEUTRAL_CWD)

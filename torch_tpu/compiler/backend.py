@@ -46,6 +46,7 @@ def _input_updates(meta):
 def tpu_backend(gm, example_inputs, **kwargs):
     """A Dynamo backend: pass to torch.compile as backend="tpu" (or this function)."""
     from torch._dynamo.backends.common import aot_autograd
+    from .compiled_graph import compile_ahead_enabled
     from .decompositions import tpu_decompositions
     from . import dynamo_overrides, tracing_overrides
     dynamo_overrides.install()
@@ -57,6 +58,8 @@ def tpu_backend(gm, example_inputs, **kwargs):
         decompositions=tpu_decompositions(),
         keep_inference_input_mutations=False,
     )
+    if not compile_ahead_enabled():
+        return aot(gm, example_inputs, **kwargs)
     # The backward is handed to bw_compiler now, not at the first backward,
     # so that its program builds (CompiledGraph.build_ahead) beside the forward's.
     with torch._functorch.config.patch(force_non_lazy_backward_lowering=True):

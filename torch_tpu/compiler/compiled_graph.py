@@ -7,8 +7,8 @@ A graph's program for the signature of AOTAutograd's example inputs starts
 building (graph description, lowering, XLA compile or disk load) in a
 background thread as soon as AOTAutograd hands the graph over, so that the
 forward's and the backward's programs build while the other builds and
-while the Python around them runs; the first call waits for it.
-TORCH_TPU_COMPILE_AHEAD=0 builds at the first call instead."""
+while the Python around them runs; the first call waits for it
+(compile_ahead_enabled says when; otherwise the first call builds it)."""
 import concurrent.futures
 import os
 import threading
@@ -42,7 +42,15 @@ _pool_lock = threading.Lock()
 
 
 def compile_ahead_enabled():
-    return os.environ.get("TORCH_TPU_COMPILE_AHEAD", "1") != "0"
+    """TORCH_TPU_COMPILE_AHEAD=1 / 0; unset: on where this process may use 4
+    or more cores. The background build needs a spare core to pay off: on a
+    busy 2-core machine it took CPU from Dynamo's and AOTAutograd's tracing,
+    which are the first step's critical path, and made the step slower."""
+    v = os.environ.get("TORCH_TPU_COMPILE_AHEAD")
+    if v is not None:
+        return v != "0"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores >= 4
 
 
 def _builder():
