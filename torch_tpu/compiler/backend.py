@@ -20,6 +20,7 @@ def _compiler(kind):
                 # values saved for backward, which only the backward graph reads.
                 saved_from = meta.num_forward
         graph = CompiledGraph(gm, f"{kind}_{next(_counter)}", saved_from, updates)
+        graph.build_ahead(example_inputs)
 
         def run(args):
             return graph(args)
@@ -45,9 +46,11 @@ def _input_updates(meta):
 def tpu_backend(gm, example_inputs, **kwargs):
     """A Dynamo backend: pass to torch.compile as backend="tpu" (or this function)."""
     from torch._dynamo.backends.common import aot_autograd
+    from .compiled_graph import compile_ahead_enabled
     from .decompositions import tpu_decompositions
-    from .tracing_overrides import install
-    install()
+    from . import dynamo_overrides, tracing_overrides
+    dynamo_overrides.install()
+    tracing_overrides.install()
     aot = aot_autograd(
         fw_compiler=_compiler("forward"),
         bw_compiler=_compiler("backward"),
@@ -55,7 +58,12 @@ def tpu_backend(gm, example_inputs, **kwargs):
         decompositions=tpu_decompositions(),
         keep_inference_input_mutations=False,
     )
-    return aot(gm, example_inputs, **kwargs)
+    if not compile_ahead_enabled():
+        return aot(gm, example_inputs, **kwargs)
+    # The backward is handed to bw_compiler now, not at the first backward,
+    # so that its program builds (CompiledGraph.build_ahead) beside the forward's.
+    with torch._functorch.config.patch(force_non_lazy_backward_lowering=True):
+        return aot(gm, example_inputs, **kwargs)
 
 
 def register():
@@ -67,4 +75,6 @@ def register():
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
     if "tpu" not in _BACKENDS:
         register_backend(tpu_backend, name="tpu")
+    from . import dynamo_overrides
+    dynamo_overrides.install()
     _registered = True

@@ -1,7 +1,17 @@
 """One FX graph as a callable: a compiled program per input signature (per
 shape bucket when its sizes are symbolic), program segments around its
 collectives (collective_segments.py), or eager execution (op by op on tpu)
-when the graph cannot become programs."""
+when the graph cannot become programs.
+
+A graph's program for the signature of AOTAutograd's example inputs starts
+building (graph description, lowering, XLA compile or disk load) in a
+background thread as soon as AOTAutograd hands the graph over, so that the
+forward's and the backward's programs build while the other builds and
+while the Python around them runs; the first call waits for it
+(compile_ahead_enabled says when; otherwise the first call builds it)."""
+import concurrent.futures
+import os
+import threading
 import time
 
 import torch
@@ -27,6 +37,50 @@ def _signature(args):
     return tuple(sig)
 
 
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def compile_ahead_enabled():
+    """TORCH_TPU_COMPILE_AHEAD=1 / 0; unset: on where this process may use 4
+    or more cores. The background build needs a spare core to pay off: on a
+    busy 2-core machine it took CPU from Dynamo's and AOTAutograd's tracing,
+    which are the first step's critical path, and made the step slower."""
+    v = os.environ.get("TORCH_TPU_COMPILE_AHEAD")
+    if v is not None:
+        return v != "0"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores >= 4
+
+
+def _builder():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="torch_tpu_compile")
+        return _pool
+
+
+def _example_signature(example_inputs):
+    """_signature() of the arguments AOTAutograd's example inputs (fake
+    tensors) stand for, and meta tensors of their shapes; None when a size
+    or value is symbolic (the program is then built at the first call)."""
+    sig, metas = [], []
+    for a in example_inputs:
+        if isinstance(a, torch.Tensor):
+            if not all(type(s) is int for s in a.shape) or not all(type(s) is int for s in a.stride()):
+                return None
+            sig.append((tuple(a.shape), a.dtype, a.device.type))
+            metas.append((tuple(a.shape), a.stride(), a.dtype))
+        elif isinstance(a, (int, float, bool)) or a is None:
+            sig.append(("v", a))
+            metas.append(a)
+        else:
+            return None
+    sig.append(torch.get_float32_matmul_precision())
+    return tuple(sig), metas
+
+
 class CompiledGraph:
     """Called by AOTAutograd with one list of arguments (boxed)."""
 
@@ -45,6 +99,7 @@ class CompiledGraph:
         n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
         self.saved_from = n_out if saved_from is None else saved_from
         self.programs = {}  # signature -> (GraphExecutable, GraphSpec) or None (runs eagerly)
+        self.pending = {}  # signature -> Future of _build's result, started by build_ahead
         self.bucketed = {}  # bucket key -> BucketedProgram
         self.segmented = None
         if not segment:
@@ -107,18 +162,42 @@ class CompiledGraph:
             stats.record_bucket_fallback(self.name, str(e))
             return None
 
+    def build_ahead(self, example_inputs):
+        """Starts building the program for `example_inputs`' signature in the
+        background (not for graphs built per shape bucket or in segments)."""
+        if self.segmented is not None or self.plan is not None or not compile_ahead_enabled():
+            return
+        ex = _example_signature(example_inputs)
+        if ex is None:
+            return
+        sig, metas = ex
+        if sig not in self.pending:
+            self.pending[sig] = _builder().submit(self._build_from_meta, metas)
+
+    def _build_from_meta(self, metas):
+        args = [torch.empty_strided(m[0], m[1], dtype=m[2], device="meta") if isinstance(m, tuple) else m
+                for m in metas]
+        return self._build(args)
+
+    def _build(self, args):
+        """(GraphSpec, GraphExecutable, seconds) for `args`; raises Unsupported
+        or LoweringError when the graph cannot become one program."""
+        t0 = time.perf_counter()
+        spec = GraphSpec(self.gm, args)
+        exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs, self._program_updates(spec))
+        return spec, exe, time.perf_counter() - t0
+
     def _compile(self, args, sig):
         if self.programs or self.bucketed:
             stats.record_recompile(self.name)
-        t0 = time.perf_counter()
+        pending = self.pending.pop(sig, None)
         try:
-            spec = GraphSpec(self.gm, args)
-            exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs, self._program_updates(spec))
+            spec, exe, seconds = pending.result() if pending is not None else self._build(args)
         except (Unsupported, _C.LoweringError) as e:
             stats.record_eager(self.name, str(e))
             self.programs[sig] = None
             return None
-        stats.record_compile(self.name, time.perf_counter() - t0, exe.compile_seconds, [n[0] for n in spec.nodes])
+        stats.record_compile(self.name, seconds, exe.compile_seconds, [n[0] for n in spec.nodes])
         self.programs[sig] = (exe, spec)
         return self.programs[sig]
 
