@@ -37,11 +37,14 @@ def plan_steps(max_tokens: int, max_reqs: int, max_model_len: int, block_size: i
     ``(queries, sequence length)`` requests whose token count pads to one
     bucket and whose request count is at most max_reqs."""
     width = -(-max_model_len // block_size)
-    block_counts = sorted({key_blocks(s, block_size, width) for s in range(1, max_model_len + 1)})
+    # A step's sequence is at most max_model_len - 1 tokens long: the token
+    # sampled after it is the request's last.
+    longest = max_model_len - 1
+    block_counts = sorted({key_blocks(s, block_size, width) for s in range(1, longest + 1)})
 
     def seq_for(blocks: int, at_least: int) -> int | None:
         """The shortest sequence of at least at_least tokens reading ``blocks`` key blocks."""
-        for s in range(max(1, at_least), max_model_len + 1):
+        for s in range(max(1, at_least), longest + 1):
             if key_blocks(s, block_size, width) == blocks:
                 return s
         return None
@@ -59,7 +62,7 @@ def plan_steps(max_tokens: int, max_reqs: int, max_model_len: int, block_size: i
             reqs.append((1, seq_for(decode_blocks, 1)))
         left = total - sum(q for q, _ in reqs)
         while left > 0 and len(reqs) < max_reqs:
-            q = min(left, max_model_len)
+            q = min(left, longest)
             reqs.append((q, q))
             left -= q
         tokens = sum(q for q, _ in reqs)
@@ -72,7 +75,7 @@ def plan_steps(max_tokens: int, max_reqs: int, max_model_len: int, block_size: i
 
     for total in bucket_sizes(max_tokens):
         # One probe per query bucket: its largest count that fits the step.
-        queries = [min(b, total, max_model_len) for b in _powers(bucket(total))]
+        queries = [min(b, total, longest) for b in _powers(bucket(total))]
         queries = [q for i, q in enumerate(queries) if q >= 2 and bucket(q) == _powers(bucket(total))[i]]
         decodes = list(block_counts) if total <= max_reqs or max_reqs > 1 else []
         mine = []
@@ -101,8 +104,8 @@ def plan_steps(max_tokens: int, max_reqs: int, max_model_len: int, block_size: i
             mine.append(mine[0])
         steps.extend(mine)
     # (query bucket, key blocks) pairs that no step above reached.
-    for b in _powers(bucket(min(max_tokens, max_model_len))):
-        q = min(b, max_tokens, max_model_len)
+    for b in _powers(bucket(min(max_tokens, longest))):
+        q = min(b, max_tokens, longest)
         if q < 2 or bucket(q) != b:
             continue
         for kq in kq_options(q):
