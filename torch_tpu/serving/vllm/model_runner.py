@@ -1,7 +1,11 @@
 """vLLM model runner on tpu: vLLM's GPU model runner with the model, the KV
 cache and the step's device tensors on tpu. What differs from a GPU: no CUDA
 streams, events or graphs, host sync by ``torch.tpu.synchronize``, KV block
-zeroing with plain tensor ops, and a KV cache storage of its own per layer."""
+zeroing with plain tensor ops, a KV cache storage of its own per layer, and
+fixed shapes: a step's inputs are built on the host and copied into whole
+device buffers, its token count is padded to a bucket, and its logits and
+sampler rows to ``padded_num_reqs``, so that every program a step runs is one
+the warm-up (warmup.py) built."""
 
 import dataclasses
 from contextlib import contextmanager
@@ -96,11 +100,6 @@ def _kv_cache_per_layer():
         yield
     finally:
         gpu_model_runner.allocate_kv_cache = _vllm_allocate_kv_cache
-
-
-def token_bucket(n: int) -> int:
-    """The next power of two >= n (torch_tpu's default shape buckets)."""
-    return bucket(n)
 
 
 # vLLM's built-in logits processors (min-p, logit bias, min tokens): they
