@@ -371,3 +371,41 @@ def test_slot_mapping_kernel_matches_reference_without_new_programs():
         want[:tokens] = table_cpu.numpy()[req, pos // block].astype(np.int64) * block + pos % block
         np.testing.assert_array_equal(slots.cpu().numpy(), want)
     assert torch_tpu.cache_info()["misses"] == misses
+
+
+def test_attention_groups_match_reference():
+    """One step of paged attention on tpu (decodes, a prompt and a chunk after
+    cached context, padded to 16 tokens) against per-request causal attention
+    on the CPU over the same KV cache blocks; padding rows stay zero."""
+    import numpy as np
+
+    from torch_tpu.serving.vllm.attention import TpuAttentionImpl, host_metadata
+
+    torch.manual_seed(0)
+    heads, kv_heads, head, block, width, num_blocks = 4, 2, 8, 4, 6, 32
+    reqs = [(1, 9), (5, 5), (1, 21), (6, 14)]  # (queries, sequence length) per request
+    cache = torch.randn(num_blocks, kv_heads, block, 2 * head)
+    table = torch.zeros(8, width, dtype=torch.int32)  # 8 rows: the buffer vLLM's tables view
+    table[: len(reqs)] = torch.randperm(num_blocks - 1)[: len(reqs) * width].view(len(reqs), width).int() + 1
+    lens = np.array([q for q, _ in reqs])
+    starts = np.concatenate([[0], np.cumsum(lens)])
+    seqs = np.array([s for _, s in reqs])
+    tokens, padded = int(starts[-1]), 16
+    query = torch.randn(padded, heads, head)
+    device_table = table.to("tpu")
+    meta = host_metadata(starts, seqs, tokens, padded, device_table[: len(reqs)],
+                         torch.zeros(padded, dtype=torch.int64, device="tpu"), block, max_decode_rows=4)
+    assert sorted((g.batch, g.queries, g.keys) for g in meta.groups) == [(1, 8, 8), (1, 8, 16), (4, 1, 24)]
+    impl = TpuAttentionImpl(heads, head, scale=0.3, num_kv_heads=kv_heads)
+    output = torch.full((padded, heads * head), 7.0, device="tpu")
+    impl.forward(None, query.to("tpu"), None, None, cache.to("tpu"), meta, output)
+    want = torch.zeros(padded, heads * head)
+    for i, (q_len, seq) in enumerate(reqs):
+        kv = cache[table[i].long()].permute(1, 0, 2, 3).reshape(kv_heads, width * block, 2 * head)[:, :seq]
+        k, v = kv[..., :head].repeat_interleave(2, 0), kv[..., head:].repeat_interleave(2, 0)
+        q = query[starts[i] : starts[i] + q_len].transpose(0, 1)  # [heads, q_len, head]
+        scores = q @ k.transpose(1, 2) * 0.3
+        visible = torch.arange(seq)[None, :] <= (seq - q_len + torch.arange(q_len))[:, None]
+        probs = scores.masked_fill(~visible, float("-inf")).softmax(-1)
+        want[starts[i] : starts[i] + q_len] = (probs @ v).transpose(0, 1).reshape(q_len, heads * head)
+    torch.testing.assert_close(output.cpu(), want, atol=1e-5, rtol=1e-5)

@@ -179,26 +179,32 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         causal = bool(m.causal) if not isinstance(m.causal, torch.Tensor) else True
         causal = causal and not self.encoder_only
         num_tokens = padded_token_count(m.num_actual_tokens, self.max_num_batched_tokens)
-        table = _whole_table(m.block_table_tensor) if causal else None
-        width = table.shape[1] if causal else 0
-        device = m.slot_mapping.device
-        groups = []
-        for g in plan_groups(query_start_loc, seq_lens, num_tokens, self.block_size, width,
-                             self.max_decode_rows, causal):
-            groups.append(AttentionGroup(
-                batch=g["batch"], queries=g["queries"], keys=g["keys"],
-                q_index=torch.from_numpy(g["q_index"]).to(device),
-                out_index=torch.from_numpy(g["out_index"]).to(device),
-                req_index=None if g["req_index"] is None else torch.from_numpy(g["req_index"]).to(device),
-                mask=torch.from_numpy(g["mask"]).to(device),
-            ))
-        return TpuAttentionMetadata(
-            num_actual_tokens=m.num_actual_tokens,
-            num_tokens=num_tokens,
-            block_table=table,
-            slot_mapping=m.slot_mapping,
-            groups=groups,
-        )
+        return host_metadata(query_start_loc, seq_lens, m.num_actual_tokens, num_tokens,
+                             m.block_table_tensor if causal else None, m.slot_mapping, self.block_size,
+                             self.max_decode_rows)
+
+
+def host_metadata(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_actual_tokens: int, num_tokens: int,
+                  block_table: torch.Tensor | None, slot_mapping: torch.Tensor, block_size: int,
+                  max_decode_rows: int) -> TpuAttentionMetadata:
+    """A step's metadata from its host-side lengths (``plan_groups``); the
+    group tensors are copied to the device of ``slot_mapping``. No block
+    table: encoder-only attention."""
+    causal = block_table is not None
+    table = _whole_table(block_table) if causal else None
+    device = slot_mapping.device
+    groups = []
+    for g in plan_groups(query_start_loc, seq_lens, num_tokens, block_size, table.shape[1] if causal else 0,
+                         max_decode_rows, causal):
+        groups.append(AttentionGroup(
+            batch=g["batch"], queries=g["queries"], keys=g["keys"],
+            q_index=torch.from_numpy(g["q_index"]).to(device),
+            out_index=torch.from_numpy(g["out_index"]).to(device),
+            req_index=None if g["req_index"] is None else torch.from_numpy(g["req_index"]).to(device),
+            mask=torch.from_numpy(g["mask"]).to(device),
+        ))
+    return TpuAttentionMetadata(num_actual_tokens=num_actual_tokens, num_tokens=num_tokens, block_table=table,
+                                slot_mapping=slot_mapping, groups=groups)
 
 
 class TpuAttentionImpl(AttentionImpl):
