@@ -122,6 +122,12 @@ _GENERATE = textwrap.dedent(
         return [[c.untyped_storage().nbytes(), c.numel() * c.element_size(), str(c.dtype)]
                 for c in worker.model_runner.kv_caches]
 
+    # Programs the worker's tpu program cache has built so far (compiled or
+    # loaded from the persistent cache).
+    def programs(worker):
+        import torch_tpu
+        return torch_tpu.cache_info()["misses"]
+
     def main():
         from vllm import LLM, SamplingParams
         from vllm.platforms import current_platform
@@ -130,10 +136,18 @@ _GENERATE = textwrap.dedent(
                   # 16 tokens a step: the long prompt is prefilled in chunks.
                   max_num_batched_tokens=16, kv_cache_memory_bytes=1 << 22, seed=0)
         prompts = json.loads(sys.argv[2])
+        warm = llm.collective_rpc(programs)[0]
         greedy = SamplingParams(temperature=0, max_tokens=int(sys.argv[3]), ignore_eos=True, logprobs=0)
         first = llm.generate(prompts, greedy, use_tqdm=False)
         # The same prompts again: their blocks now come from the prefix cache.
         again = llm.generate(prompts, greedy, use_tqdm=False)
+        # 1 to 4 concurrent requests of other lengths, with and without logprobs.
+        words = " ".join(prompts).split()
+        for n, length, logprobs in ((1, 3, None), (3, 9, 0), (2, 25, None), (4, 6, None)):
+            batch = [" ".join(words[i : i + length + 3 * i]) for i in range(n)]
+            params = SamplingParams(temperature=0, max_tokens=5 + 3 * n, ignore_eos=True, logprobs=logprobs)
+            llm.generate(batch, params, use_tqdm=False)
+        served = llm.collective_rpc(programs)[0] - warm
         seeded = SamplingParams(temperature=0.8, top_k=20, top_p=0.9, seed=7, max_tokens=6, ignore_eos=True)
         s1 = llm.generate(prompts[:2], seeded, use_tqdm=False)
         s2 = llm.generate(prompts[:2], seeded, use_tqdm=False)
@@ -148,6 +162,8 @@ _GENERATE = textwrap.dedent(
             "seeded": [list(o.outputs[0].token_ids) for o in s1],
             "seeded_again": [list(o.outputs[0].token_ids) for o in s2],
             "kv_storages": llm.collective_rpc(kv_storages)[0],
+            "warm_programs": warm,
+            "served_programs": served,
         }), flush=True)
 
     if __name__ == "__main__":
@@ -168,9 +184,16 @@ def _run_vllm(tmp_path, script, *args, timeout=600):
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def test_generate_matches_hf_greedy(llama, tmp_path):
+@pytest.fixture(scope="module")
+def generated(llama, tmp_path_factory):
+    """One engine's results (the _GENERATE script), shared by the tests below."""
+    path = llama[0]
+    return _run_vllm(tmp_path_factory.mktemp("generate"), _GENERATE, path, json.dumps(PROMPTS), str(MAX_TOKENS))
+
+
+def test_generate_matches_hf_greedy(llama, generated):
     path, (expected, logprobs), _, _ = llama
-    got = _run_vllm(tmp_path, _GENERATE, path, json.dumps(PROMPTS), str(MAX_TOKENS))
+    got = generated
     assert got["platform"] == "TpuPlatform"
     assert got["device"].startswith("tpu")
     assert got["prompt_ids"] == [ids for ids, _ in expected]
@@ -184,6 +207,15 @@ def test_generate_matches_hf_greedy(llama, tmp_path):
     # then updates only that layer's buffer), not a view of one shared buffer.
     assert len(got["kv_storages"]) == 2
     assert all(storage == own and dtype == "torch.float32" for storage, own, dtype in got["kv_storages"])
+
+
+def test_no_programs_built_after_warm_up(generated):
+    """The warm-up (worker.py, warmup.py) built every program that greedy
+    generation needs: batches of 1 to 4 requests with prompts of 1 to 30
+    tokens (chunked into 16-token steps, some from the prefix cache), with
+    and without logprobs, build none."""
+    assert generated["warm_programs"] > 0
+    assert generated["served_programs"] == 0
 
 
 def _post(url, body, stream=False):
@@ -339,3 +371,41 @@ def test_slot_mapping_kernel_matches_reference_without_new_programs():
         want[:tokens] = table_cpu.numpy()[req, pos // block].astype(np.int64) * block + pos % block
         np.testing.assert_array_equal(slots.cpu().numpy(), want)
     assert torch_tpu.cache_info()["misses"] == misses
+
+
+def test_attention_groups_match_reference():
+    """One step of paged attention on tpu (decodes, a prompt and a chunk after
+    cached context, padded to 16 tokens) against per-request causal attention
+    on the CPU over the same KV cache blocks; padding rows stay zero."""
+    import numpy as np
+
+    from torch_tpu.serving.vllm.attention import TpuAttentionImpl, host_metadata
+
+    torch.manual_seed(0)
+    heads, kv_heads, head, block, width, num_blocks = 4, 2, 8, 4, 6, 32
+    reqs = [(1, 9), (5, 5), (1, 21), (6, 14)]  # (queries, sequence length) per request
+    cache = torch.randn(num_blocks, kv_heads, block, 2 * head)
+    table = torch.zeros(8, width, dtype=torch.int32)  # 8 rows: the buffer vLLM's tables view
+    table[: len(reqs)] = torch.randperm(num_blocks - 1)[: len(reqs) * width].view(len(reqs), width).int() + 1
+    lens = np.array([q for q, _ in reqs])
+    starts = np.concatenate([[0], np.cumsum(lens)])
+    seqs = np.array([s for _, s in reqs])
+    tokens, padded = int(starts[-1]), 16
+    query = torch.randn(padded, heads, head)
+    device_table = table.to("tpu")
+    meta = host_metadata(starts, seqs, tokens, padded, device_table[: len(reqs)],
+                         torch.zeros(padded, dtype=torch.int64, device="tpu"), block, max_decode_rows=4)
+    assert sorted((g.batch, g.queries, g.keys) for g in meta.groups) == [(1, 8, 8), (1, 8, 16), (4, 1, 24)]
+    impl = TpuAttentionImpl(heads, head, scale=0.3, num_kv_heads=kv_heads)
+    output = torch.full((padded, heads * head), 7.0, device="tpu")
+    impl.forward(None, query.to("tpu"), None, None, cache.to("tpu"), meta, output)
+    want = torch.zeros(padded, heads * head)
+    for i, (q_len, seq) in enumerate(reqs):
+        kv = cache[table[i].long()].permute(1, 0, 2, 3).reshape(kv_heads, width * block, 2 * head)[:, :seq]
+        k, v = kv[..., :head].repeat_interleave(2, 0), kv[..., head:].repeat_interleave(2, 0)
+        q = query[starts[i] : starts[i] + q_len].transpose(0, 1)  # [heads, q_len, head]
+        scores = q @ k.transpose(1, 2) * 0.3
+        visible = torch.arange(seq)[None, :] <= (seq - q_len + torch.arange(q_len))[:, None]
+        probs = scores.masked_fill(~visible, float("-inf")).softmax(-1)
+        want[starts[i] : starts[i] + q_len] = (probs @ v).transpose(0, 1).reshape(q_len, heads * head)
+    torch.testing.assert_close(output.cpu(), want, atol=1e-5, rtol=1e-5)

@@ -2,12 +2,34 @@
 
 KV cache of one layer: ``[num_blocks, num_kv_heads, block_size, 2 * head_size]``
 (vLLM's LBHNC layout); the last dimension holds a token's key then its value.
-Writes scatter the step's keys and values to their slots (``slot_mapping``);
-reads gather each request's blocks (``block_table``) into
-``[requests, kv_heads, blocks * block_size, head_size]``. Queries are packed
-per request into ``[requests, max_query_len, heads, head_size]`` and masked
-causally: query ``q`` of a request with ``ctx`` cached tokens (prefix cache or
-earlier chunks) sees key positions ``0 .. ctx + q``.
+Writes scatter the step's keys and values to their slots (``slot_mapping``).
+
+Every tensor shape that reaches a tpu program is drawn from a small set of
+buckets, so that the warm-up (worker.py) builds every program serving needs:
+the step's token count ``T`` is already padded to its bucket by the model
+runner, and a step's requests are attended in groups of fixed shape:
+
+- *decode group*: every request with one query this step (decodes, and
+  one-token prompt chunks), batched as ``[D, 1 query, K keys]`` with
+  ``D = min(T, bucket(max_num_seqs))`` rows and ``K`` the bucket of the
+  longest of their sequences, in KV blocks;
+- *one prefill group per request* with more than one query (a prompt or a
+  chunk of one), as ``[1, Q, K]``: ``Q`` the bucket of its query count, ``K``
+  the bucket of its sequence length in blocks.
+
+Why this layout: work stays proportional to the step (decode rows are at
+most twice the decode requests, or bounded by the step's padded tokens;
+each prefill chunk costs at most 2x its queries times 2x its keys), never
+``requests x tokens x keys``; and the shapes depend on (T, K) for the decode
+group and on (T, Q, K) for a prefill group only, a few dozen combinations
+that the warm-up enumerates. A Python loop over a step's prefill chunks is
+cheap (a step holds at most max_num_batched_tokens tokens) and each eager
+tpu op is a cached program per shape. Queries are gathered by row index from
+the step's tokens; each group's results are scattered into one
+``[T + 1, heads * head_size]`` buffer whose last row takes the padding rows.
+
+Encoder-only attention (embedding models) uses the prefill groups with the
+request's own tokens as keys.
 """
 
 from dataclasses import dataclass
@@ -28,55 +50,113 @@ from vllm.v1.kv_cache_interface import AttentionSpec, EncoderOnlyAttentionSpec
 BACKEND_CLASS = f"{__name__}.TpuAttentionBackend"
 
 
-@dataclass
-class TpuAttentionMetadata:
-    num_actual_tokens: int
-    num_reqs: int
-    max_query_len: int
-    # [requests, blocks]: the blocks holding each request's keys, in order.
-    block_table: torch.Tensor
-    # [tokens]: each token's KV slot (block * block_size + offset).
-    slot_mapping: torch.Tensor
-    # [requests * max_query_len]: the packed token at each padded query row
-    # (0 for padding rows).
-    query_rows: torch.Tensor
-    # [tokens]: each token's padded query row.
-    token_rows: torch.Tensor
-    # [requests, max_query_len, keys]: True where a query attends to a key.
-    mask: torch.Tensor
-
-
-def _bucket(n: int) -> int:
+def bucket(n: int) -> int:
     """The next power of two >= n: padded sizes keep the programs few."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def _host_layout(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_keys: int, causal: bool,
-                 num_reqs: int, max_query_len: int, num_tokens: int):
-    """Query packing and mask, computed on the host from the step's lengths,
-    padded to ``num_reqs`` requests of ``max_query_len`` queries; the
-    ``num_tokens`` packed tokens past the real ones (token padding) read row 0."""
-    real_reqs = len(seq_lens)
-    query_lens = np.zeros(num_reqs, dtype=np.int64)
-    query_lens[:real_reqs] = np.diff(query_start_loc)
-    seq_lens = np.concatenate([seq_lens, np.zeros(num_reqs - real_reqs, dtype=np.int64)])
-    req_of_token = np.repeat(np.arange(num_reqs), query_lens)
-    real_tokens = len(req_of_token)
-    offset_in_req = np.arange(real_tokens) - query_start_loc[req_of_token]
-    token_rows = np.zeros(num_tokens, dtype=np.int64)
-    token_rows[:real_tokens] = req_of_token * max_query_len + offset_in_req
-    query_rows = np.zeros(num_reqs * max_query_len, dtype=np.int64)
-    query_rows[token_rows[:real_tokens]] = np.arange(real_tokens)
-    q = np.arange(max_query_len)[None, :, None]
-    k = np.arange(num_keys)[None, None, :]
+def padded_token_count(n: int, max_num_batched_tokens: int) -> int:
+    """A step's token count as the model runner pads it: its bucket, at most
+    max_num_batched_tokens (a count above that limit is kept)."""
+    return min(bucket(n), max(max_num_batched_tokens, n))
+
+
+def key_blocks(seq_len: int, block_size: int, width: int) -> int:
+    """KV blocks read for a sequence of seq_len tokens: the bucket of the
+    blocks it fills, at most the block table's width."""
+    needed = max(1, -(-int(seq_len) // block_size))
+    return max(needed, min(bucket(needed), width))
+
+
+@dataclass
+class AttentionGroup:
+    """Requests attended together with one fixed shape:
+    ``batch`` x ``queries`` query rows against ``keys`` keys each."""
+
+    batch: int
+    queries: int
+    keys: int
+    # [batch * queries]: the step token each query row reads (padding rows read a real one).
+    q_index: torch.Tensor
+    # [batch * queries]: the output row each query row writes (padding rows: the step's padded token count).
+    out_index: torch.Tensor
+    # [batch]: each row's request in the step (its block table row); None for encoder-only.
+    req_index: torch.Tensor | None
+    # [batch, queries, keys]: True where a query attends to a key.
+    mask: torch.Tensor
+
+
+@dataclass
+class TpuAttentionMetadata:
+    num_actual_tokens: int
+    # The step's token count as padded by the model runner (rows of query and output).
+    num_tokens: int
+    # [rows, blocks]: the whole block table buffer (rows past the step's requests are stale and unread).
+    block_table: torch.Tensor | None
+    # [tokens]: each token's KV slot (block * block_size + offset); -1 for padding.
+    slot_mapping: torch.Tensor
+    groups: list[AttentionGroup]
+
+
+def plan_groups(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_tokens: int, block_size: int,
+                width: int, max_decode_rows: int, causal: bool) -> list[dict]:
+    """The step's attention groups (see the module docstring), on the host,
+    as numpy arrays: query_start_loc [requests + 1] and seq_lens [requests]
+    of the real requests; num_tokens the padded token count. Encoder-only
+    (not causal): every request is a group whose keys are its own tokens."""
+    query_lens = np.diff(query_start_loc)
+    context = seq_lens - query_lens
+    groups = []
     if causal:
-        context = (seq_lens - query_lens)[:, None, None]
-        mask = k <= context + q
+        decode = np.nonzero(query_lens == 1)[0]
+        many = np.nonzero(query_lens > 1)[0]
     else:
-        mask = np.broadcast_to(k < query_lens[:, None, None], (num_reqs, max_query_len, num_keys))
-    # Padding rows attend to key 0 so that their softmax stays finite.
-    mask = mask | ((q >= query_lens[:, None, None]) & (k == 0))
-    return query_rows, token_rows, np.ascontiguousarray(mask)
+        decode, many = np.zeros(0, dtype=np.int64), np.nonzero(query_lens >= 1)[0]
+    if len(decode):
+        rows, n = min(num_tokens, max_decode_rows), len(decode)
+        keys = key_blocks(seq_lens[decode].max(), block_size, width) * block_size
+        q_index = np.zeros(rows, dtype=np.int64)
+        q_index[:n] = query_start_loc[decode]
+        out_index = np.full(rows, num_tokens, dtype=np.int64)
+        out_index[:n] = query_start_loc[decode]
+        req_index = np.zeros(rows, dtype=np.int64)
+        req_index[:n] = decode
+        mask = np.zeros((rows, 1, keys), dtype=bool)
+        mask[:n, 0] = np.arange(keys)[None, :] < seq_lens[decode][:, None]
+        mask[n:, 0, 0] = True  # padding rows attend to key 0: their softmax stays finite
+        groups.append(dict(batch=rows, queries=1, keys=keys, q_index=q_index, out_index=out_index,
+                           req_index=req_index, mask=mask))
+    for i in many:
+        q_len, start = int(query_lens[i]), int(query_start_loc[i])
+        queries = bucket(q_len)
+        q = np.arange(queries)
+        real = q < q_len
+        q_index = np.where(real, start + q, start)
+        out_index = np.where(real, start + q, num_tokens)
+        if causal:
+            keys = key_blocks(seq_lens[i], block_size, width) * block_size
+            mask = np.arange(keys)[None, :] <= context[i] + q[:, None]
+        else:
+            keys = queries
+            mask = np.broadcast_to(np.arange(keys)[None, :] < q_len, (queries, keys))
+        mask = mask | ((~real)[:, None] & (np.arange(keys) == 0)[None, :])
+        groups.append(dict(batch=1, queries=queries, keys=keys, q_index=q_index, out_index=out_index,
+                           req_index=np.array([i], dtype=np.int64) if causal else None,
+                           mask=np.ascontiguousarray(mask[None])))
+    return groups
+
+
+def _whole_table(table: torch.Tensor) -> torch.Tensor:
+    """The block table buffer that ``table`` (its first rows) views, all of
+    its rows, so that gathers from it have one shape whatever the step's
+    request count; ``table`` itself when it is not such a view."""
+    if table.dim() != 2 or table.stride(1) != 1 or table.stride(0) != table.shape[1] or table.shape[1] == 0:
+        return table
+    available = table.untyped_storage().nbytes() // table.element_size() - table.storage_offset()
+    rows = available // table.shape[1]
+    if rows <= table.shape[0]:
+        return table
+    return table.as_strided((rows, table.shape[1]), table.stride(), table.storage_offset())
 
 
 class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]):
@@ -84,41 +164,47 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         super().__init__(kv_cache_spec, layer_names, vllm_config, device)
         self.block_size = kv_cache_spec.block_size
         self.encoder_only = isinstance(kv_cache_spec, EncoderOnlyAttentionSpec)
+        scheduler = vllm_config.scheduler_config
+        self.max_num_batched_tokens = scheduler.max_num_batched_tokens
+        self.max_decode_rows = bucket(scheduler.max_num_seqs)
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata, fast_build: bool = False):
         m = common_attn_metadata
         real_reqs = m.num_reqs
         query_start_loc = m.query_start_loc_cpu[: real_reqs + 1].numpy().astype(np.int64)
-        seq_lens = m.seq_lens[:real_reqs].cpu().numpy().astype(np.int64)
+        host_seq_lens = m.seq_lens_cpu_upper_bound
+        if host_seq_lens is None:
+            host_seq_lens = m.seq_lens.cpu()
+        seq_lens = host_seq_lens[:real_reqs].numpy().astype(np.int64)
         causal = bool(m.causal) if not isinstance(m.causal, torch.Tensor) else True
-        table = m.block_table_tensor
-        # Requests, queries per request and key blocks are padded to buckets.
-        num_reqs = _bucket(real_reqs)
-        max_query_len = _bucket(int(np.diff(query_start_loc).max()) if real_reqs else 1)
-        if self.encoder_only or not causal:
-            num_blocks = 0
-            num_keys = max_query_len
-            causal = False
-        else:
-            needed = -(-int(seq_lens.max()) // self.block_size) if real_reqs else 1
-            num_blocks = min(_bucket(needed), max(table.shape[1], needed))
-            num_keys = num_blocks * self.block_size
-        table = table[:, :num_blocks]
-        if table.shape[0] < num_reqs:  # padding requests read the null block
-            table = torch.nn.functional.pad(table, (0, 0, 0, num_reqs - table.shape[0]))
-        query_rows, token_rows, mask = _host_layout(
-            query_start_loc, seq_lens, num_keys, causal, num_reqs, max_query_len, m.num_actual_tokens)
-        device = m.slot_mapping.device
-        return TpuAttentionMetadata(
-            num_actual_tokens=m.num_actual_tokens,
-            num_reqs=num_reqs,
-            max_query_len=max_query_len,
-            block_table=table[:num_reqs],
-            slot_mapping=m.slot_mapping,
-            query_rows=torch.from_numpy(query_rows).to(device),
-            token_rows=torch.from_numpy(token_rows).to(device),
-            mask=torch.from_numpy(mask).to(device),
-        )
+        causal = causal and not self.encoder_only
+        num_tokens = padded_token_count(m.num_actual_tokens, self.max_num_batched_tokens)
+        return host_metadata(query_start_loc, seq_lens, m.num_actual_tokens, num_tokens,
+                             m.block_table_tensor if causal else None, m.slot_mapping, self.block_size,
+                             self.max_decode_rows)
+
+
+def host_metadata(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_actual_tokens: int, num_tokens: int,
+                  block_table: torch.Tensor | None, slot_mapping: torch.Tensor, block_size: int,
+                  max_decode_rows: int) -> TpuAttentionMetadata:
+    """A step's metadata from its host-side lengths (``plan_groups``); the
+    group tensors are copied to the device of ``slot_mapping``. No block
+    table: encoder-only attention."""
+    causal = block_table is not None
+    table = _whole_table(block_table) if causal else None
+    device = slot_mapping.device
+    groups = []
+    for g in plan_groups(query_start_loc, seq_lens, num_tokens, block_size, table.shape[1] if causal else 0,
+                         max_decode_rows, causal):
+        groups.append(AttentionGroup(
+            batch=g["batch"], queries=g["queries"], keys=g["keys"],
+            q_index=torch.from_numpy(g["q_index"]).to(device),
+            out_index=torch.from_numpy(g["out_index"]).to(device),
+            req_index=None if g["req_index"] is None else torch.from_numpy(g["req_index"]).to(device),
+            mask=torch.from_numpy(g["mask"]).to(device),
+        ))
+    return TpuAttentionMetadata(num_actual_tokens=num_actual_tokens, num_tokens=num_tokens, block_table=table,
+                                slot_mapping=slot_mapping, groups=groups)
 
 
 class TpuAttentionImpl(AttentionImpl):
@@ -172,29 +258,33 @@ class TpuAttentionImpl(AttentionImpl):
         if attn_metadata is None:  # profiling run
             return output.fill_(0)
         m = attn_metadata
-        n = m.num_actual_tokens
-        r, qmax = m.num_reqs, m.max_query_len
+        t = m.num_tokens
+        if query.shape[0] != t:
+            raise RuntimeError(f"tpu attention: the step has {query.shape[0]} token rows, its metadata {t}")
         d, h, hkv = self.head_size, self.num_heads, self.num_kv_heads
         group = h // hkv
-        if self.attn_type == AttentionType.ENCODER_ONLY:
-            # Keys are the request's own tokens: [r, hkv, qmax, d].
-            k = key[:n][m.query_rows].view(r, qmax, hkv, d).transpose(1, 2)
-            v = value[:n][m.query_rows].view(r, qmax, hkv, d).transpose(1, 2)
-        else:
-            nb = m.block_table.shape[1]
-            bs = kv_cache.shape[2]
-            kv = kv_cache[m.block_table.to(torch.int64)]  # [r, nb, hkv, bs, 2d]
-            kv = kv.permute(0, 2, 1, 3, 4).reshape(r, hkv, nb * bs, 2 * d)
-            k, v = kv[..., :d], kv[..., d:]
-        q = query[:n][m.query_rows].view(r, qmax, hkv, group, d)
-        q = q.permute(0, 2, 3, 1, 4).reshape(r, hkv, group * qmax, d)
-        scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * self.scale
-        scores = scores.view(r, hkv, group, qmax, -1)
-        scores = scores.masked_fill(~m.mask[:, None, None], float("-inf"))
-        probs = torch.softmax(scores, dim=-1).view(r, hkv, group * qmax, -1)
-        out = torch.matmul(probs, v.float()).view(r, hkv, group, qmax, d)
-        out = out.permute(0, 3, 1, 2, 4).reshape(r * qmax, h, d)[m.token_rows]
-        output[:n].copy_(out.reshape(output[:n].shape).to(output.dtype))
+        encoder = self.attn_type == AttentionType.ENCODER_ONLY
+        # Row t takes the padding rows of every group.
+        out = torch.zeros(t + 1, h * d, dtype=torch.float32, device=query.device)
+        for g in m.groups:
+            b, nq, nk = g.batch, g.queries, g.keys
+            q = query.index_select(0, g.q_index).view(b, nq, hkv, group, d)
+            q = q.permute(0, 2, 3, 1, 4).reshape(b, hkv, group * nq, d)
+            if encoder:  # keys are the request's own tokens: [b, hkv, nq, d]
+                k = key.index_select(0, g.q_index).view(b, nq, hkv, d).transpose(1, 2)
+                v = value.index_select(0, g.q_index).view(b, nq, hkv, d).transpose(1, 2)
+            else:
+                bs = kv_cache.shape[2]
+                blocks = m.block_table.index_select(0, g.req_index)[:, : nk // bs].to(torch.int64)
+                kv = kv_cache[blocks]  # [b, blocks, hkv, bs, 2d]
+                kv = kv.permute(0, 2, 1, 3, 4).reshape(b, hkv, nk, 2 * d)
+                k, v = kv[..., :d], kv[..., d:]
+            scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * self.scale
+            scores = scores.view(b, hkv, group, nq, nk).masked_fill(~g.mask[:, None, None], float("-inf"))
+            probs = torch.softmax(scores, dim=-1).view(b, hkv, group * nq, nk)
+            res = torch.matmul(probs, v.float()).view(b, hkv, group, nq, d)
+            out.index_copy_(0, g.out_index, res.permute(0, 3, 1, 2, 4).reshape(b * nq, h * d))
+        output.copy_(out[:t].view(output.shape).to(output.dtype))
         return output
 
 
