@@ -36,6 +36,15 @@ def _no_fallback():
 
 
 @pytest.fixture
+def fused():
+    """The test runs in fused eager mode, with fused_stats() cleared around it."""
+    torch_tpu.reset_fused_stats()
+    with torch_tpu.eager_mode("fused"):
+        yield
+    torch_tpu.reset_fused_stats()
+
+
+@pytest.fixture
 def allow_fallback():
     torch_tpu.set_fallback_mode("silent")
     yield

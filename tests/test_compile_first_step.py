@@ -61,8 +61,10 @@ def _cpu_reference():
     return loss, [p.grad for p in model.parameters()]
 
 
-def test_forward_and_backward_build_ahead_in_background(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", "1")
+def _train_and_compare(monkeypatch, ahead):
+    """One compiled training step with TORCH_TPU_COMPILE_AHEAD=ahead, checked
+    against the CPU; returns the threads that built each program."""
+    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", ahead)
     torch._dynamo.reset()
     threads = _build_threads(monkeypatch)
     loss, grads = _train_once(_model().to("tpu"))
@@ -70,19 +72,17 @@ def test_forward_and_backward_build_ahead_in_background(monkeypatch):
     torch.testing.assert_close(loss, ref_loss)
     for g, r in zip(grads, ref_grads):
         torch.testing.assert_close(g, r)
+    return threads
+
+
+def test_forward_and_backward_build_ahead_in_background(monkeypatch):
+    threads = _train_and_compare(monkeypatch, "1")
     assert threads["forward"].startswith("torch_tpu_compile"), threads
     assert threads["backward"].startswith("torch_tpu_compile"), threads
 
 
 def test_compile_ahead_off_builds_at_first_call(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_COMPILE_AHEAD", "0")
-    torch._dynamo.reset()
-    threads = _build_threads(monkeypatch)
-    loss, grads = _train_once(_model().to("tpu"))
-    ref_loss, ref_grads = _cpu_reference()
-    torch.testing.assert_close(loss, ref_loss)
-    for g, r in zip(grads, ref_grads):
-        torch.testing.assert_close(g, r)
+    threads = _train_and_compare(monkeypatch, "0")
     assert threads["forward"] == threading.main_thread().name, threads
     assert not threads["backward"].startswith("torch_tpu_compile"), threads
 

@@ -14,14 +14,6 @@ import torch.nn.functional as F
 import torch_tpu
 
 
-@pytest.fixture
-def fused():
-    torch_tpu.reset_fused_stats()
-    with torch_tpu.eager_mode("fused"):
-        yield
-    torch_tpu.reset_fused_stats()
-
-
 def program(dev):
     """A mix of what eager code does: views, in-place writes through views,
     broadcasting, reductions, dtype changes, an empty tensor, and a

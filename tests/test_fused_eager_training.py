@@ -82,14 +82,6 @@ def without_key_bias(params):
     return out
 
 
-@pytest.fixture
-def fused():
-    torch_tpu.reset_fused_stats()
-    with torch_tpu.eager_mode("fused"):
-        yield
-    torch_tpu.reset_fused_stats()
-
-
 def test_a_step_is_two_clusters_and_stops_compiling_after_step_two(fused):
     seen = []
 
