@@ -153,6 +153,23 @@ void Buffer::BlockUntilReady() const {
   detail::AwaitAndDestroyEvent(api, a.event, "buffer computation");
 }
 
+const void* Buffer::HostAddress() const {
+  const Runtime& rt = Runtime::Get();
+  const auto& api = *static_cast<const detail::Api*>(rt.api_);
+  if (rt.info().platform != "cpu" || !api.Buffer_UnsafePointer || !api.Buffer_OnDeviceSizeInBytes) return nullptr;
+  BlockUntilReady();
+  // A buffer whose memory is not exactly its dense bytes (padding, another
+  // layout) is read through PJRT instead.
+  auto size = TT_ARGS(PJRT_Buffer_OnDeviceSizeInBytes_Args);
+  size.buffer = static_cast<PJRT_Buffer*>(buf_);
+  if (detail::SwallowError(api, api.Buffer_OnDeviceSizeInBytes(&size)) != 0 || size.on_device_size_in_bytes != nbytes())
+    return nullptr;
+  auto ptr = TT_ARGS(PJRT_Buffer_UnsafePointer_Args);
+  ptr.buffer = static_cast<PJRT_Buffer*>(buf_);
+  if (detail::SwallowError(api, api.Buffer_UnsafePointer(&ptr)) != 0) return nullptr;
+  return reinterpret_cast<const void*>(ptr.buffer_pointer);
+}
+
 std::unique_ptr<Event> Buffer::ReadyEvent() const {
   const auto& api = *static_cast<const detail::Api*>(Runtime::Get().api_);
   auto a = TT_ARGS(PJRT_Buffer_ReadyEvent_Args);

@@ -162,9 +162,11 @@ enum {
   TT_PJRT_SLOT_LoadedExecutable_Execute = 55,
   TT_PJRT_SLOT_Executable_DeserializeAndLoad = 56,
   TT_PJRT_SLOT_Buffer_Destroy = 58,
+  TT_PJRT_SLOT_Buffer_OnDeviceSizeInBytes = 64,
   TT_PJRT_SLOT_Buffer_CopyToDevice = 69,
   TT_PJRT_SLOT_Buffer_ToHostBuffer = 70,
   TT_PJRT_SLOT_Buffer_ReadyEvent = 72,
+  TT_PJRT_SLOT_Buffer_UnsafePointer = 73,
   TT_PJRT_SLOT_Executable_OutputElementTypes = 90,
   TT_PJRT_SLOT_Executable_OutputDimensions = 91
 };
@@ -694,6 +696,27 @@ typedef struct PJRT_Buffer_ReadyEvent_Args {
 } PJRT_Buffer_ReadyEvent_Args;
 #define PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_Buffer_ReadyEvent_Args, event)
 typedef PJRT_Error* PJRT_Buffer_ReadyEvent_Fn(PJRT_Buffer_ReadyEvent_Args* args);
+
+typedef struct PJRT_Buffer_OnDeviceSizeInBytes_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Buffer* buffer;
+  size_t on_device_size_in_bytes; /* out */
+} PJRT_Buffer_OnDeviceSizeInBytes_Args;
+#define PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE \
+  TT_PJRT_SIZE_THROUGH(PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes)
+typedef PJRT_Error* PJRT_Buffer_OnDeviceSizeInBytes_Fn(PJRT_Buffer_OnDeviceSizeInBytes_Args* args);
+
+/* A platform-dependent address of the buffer's memory (on the CPU plugin, a
+ * pointer into this process's memory). */
+typedef struct PJRT_Buffer_UnsafePointer_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Buffer* buffer;
+  uintptr_t buffer_pointer; /* out */
+} PJRT_Buffer_UnsafePointer_Args;
+#define PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE TT_PJRT_SIZE_THROUGH(PJRT_Buffer_UnsafePointer_Args, buffer_pointer)
+typedef PJRT_Error* PJRT_Buffer_UnsafePointer_Fn(PJRT_Buffer_UnsafePointer_Args* args);
 
 typedef struct PJRT_Buffer_CopyToDevice_Args {
   size_t struct_size;

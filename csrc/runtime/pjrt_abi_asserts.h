@@ -365,6 +365,18 @@ TT_ABI_ASSERT(offsetof(PJRT_Buffer_ReadyEvent_Args, extension_start) == 8, "PJRT
 TT_ABI_ASSERT(offsetof(PJRT_Buffer_ReadyEvent_Args, buffer) == 16, "PJRT_Buffer_ReadyEvent_Args.buffer");
 TT_ABI_ASSERT(offsetof(PJRT_Buffer_ReadyEvent_Args, event) == 24, "PJRT_Buffer_ReadyEvent_Args.event");
 TT_ABI_ASSERT(sizeof(PJRT_Buffer_ReadyEvent_Args) == 32, "sizeof(PJRT_Buffer_ReadyEvent_Args)");
+/* PJRT_Buffer_OnDeviceSizeInBytes_Args */
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_OnDeviceSizeInBytes_Args, struct_size) == 0, "PJRT_Buffer_OnDeviceSizeInBytes_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_OnDeviceSizeInBytes_Args, extension_start) == 8, "PJRT_Buffer_OnDeviceSizeInBytes_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_OnDeviceSizeInBytes_Args, buffer) == 16, "PJRT_Buffer_OnDeviceSizeInBytes_Args.buffer");
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes) == 24, "PJRT_Buffer_OnDeviceSizeInBytes_Args.on_device_size_in_bytes");
+TT_ABI_ASSERT(sizeof(PJRT_Buffer_OnDeviceSizeInBytes_Args) == 32, "sizeof(PJRT_Buffer_OnDeviceSizeInBytes_Args)");
+/* PJRT_Buffer_UnsafePointer_Args */
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_UnsafePointer_Args, struct_size) == 0, "PJRT_Buffer_UnsafePointer_Args.struct_size");
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_UnsafePointer_Args, extension_start) == 8, "PJRT_Buffer_UnsafePointer_Args.extension_start");
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_UnsafePointer_Args, buffer) == 16, "PJRT_Buffer_UnsafePointer_Args.buffer");
+TT_ABI_ASSERT(offsetof(PJRT_Buffer_UnsafePointer_Args, buffer_pointer) == 24, "PJRT_Buffer_UnsafePointer_Args.buffer_pointer");
+TT_ABI_ASSERT(sizeof(PJRT_Buffer_UnsafePointer_Args) == 32, "sizeof(PJRT_Buffer_UnsafePointer_Args)");
 /* PJRT_Buffer_CopyToDevice_Args */
 TT_ABI_ASSERT(offsetof(PJRT_Buffer_CopyToDevice_Args, struct_size) == 0, "PJRT_Buffer_CopyToDevice_Args.struct_size");
 TT_ABI_ASSERT(offsetof(PJRT_Buffer_CopyToDevice_Args, extension_start) == 8, "PJRT_Buffer_CopyToDevice_Args.extension_start");
@@ -376,6 +388,7 @@ TT_ABI_ASSERT(sizeof(PJRT_Buffer_CopyToDevice_Args) == 40, "sizeof(PJRT_Buffer_C
 TT_ABI_ASSERT(PJRT_Api_Version_STRUCT_SIZE == 24, "PJRT_Api_Version_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE == 40, "PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Buffer_Destroy_Args_STRUCT_SIZE == 24, "PJRT_Buffer_Destroy_Args_STRUCT_SIZE");
+TT_ABI_ASSERT(PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE == 32, "PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE == 32, "PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE == 56, "PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Buffer_Type_BF16 == 13, "PJRT_Buffer_Type_BF16");
@@ -394,6 +407,7 @@ TT_ABI_ASSERT(PJRT_Buffer_Type_U16 == 7, "PJRT_Buffer_Type_U16");
 TT_ABI_ASSERT(PJRT_Buffer_Type_U32 == 8, "PJRT_Buffer_Type_U32");
 TT_ABI_ASSERT(PJRT_Buffer_Type_U64 == 9, "PJRT_Buffer_Type_U64");
 TT_ABI_ASSERT(PJRT_Buffer_Type_U8 == 6, "PJRT_Buffer_Type_U8");
+TT_ABI_ASSERT(PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE == 32, "PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Client_AddressableDevices_Args_STRUCT_SIZE == 40, "PJRT_Client_AddressableDevices_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE == 120, "PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE");
 TT_ABI_ASSERT(PJRT_Client_Compile_Args_STRUCT_SIZE == 56, "PJRT_Client_Compile_Args_STRUCT_SIZE");
@@ -490,9 +504,11 @@ TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_GetExecutable == 51, "slot of PJRT_L
 TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_Execute == 55, "slot of PJRT_LoadedExecutable_Execute");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_DeserializeAndLoad == 56, "slot of PJRT_Executable_DeserializeAndLoad");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_Destroy == 58, "slot of PJRT_Buffer_Destroy");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_OnDeviceSizeInBytes == 64, "slot of PJRT_Buffer_OnDeviceSizeInBytes");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_CopyToDevice == 69, "slot of PJRT_Buffer_CopyToDevice");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_ToHostBuffer == 70, "slot of PJRT_Buffer_ToHostBuffer");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_ReadyEvent == 72, "slot of PJRT_Buffer_ReadyEvent");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Buffer_UnsafePointer == 73, "slot of PJRT_Buffer_UnsafePointer");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_OutputElementTypes == 90, "slot of PJRT_Executable_OutputElementTypes");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_OutputDimensions == 91, "slot of PJRT_Executable_OutputDimensions");
 

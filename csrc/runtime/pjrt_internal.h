@@ -60,6 +60,8 @@ struct Api {
   PJRT_Buffer_ToHostBuffer_Fn* Buffer_ToHostBuffer = nullptr;
   PJRT_Buffer_ReadyEvent_Fn* Buffer_ReadyEvent = nullptr;
   PJRT_Buffer_CopyToDevice_Fn* Buffer_CopyToDevice = nullptr;
+  PJRT_Buffer_OnDeviceSizeInBytes_Fn* Buffer_OnDeviceSizeInBytes = nullptr;  // optional
+  PJRT_Buffer_UnsafePointer_Fn* Buffer_UnsafePointer = nullptr;              // optional
 };
 
 // Zero-initialised PJRT args struct with struct_size set to our (0.114) size.

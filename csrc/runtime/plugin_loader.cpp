@@ -180,6 +180,8 @@ void ResolveAll(Api& a) {
   Resolve(r, TT_PJRT_SLOT_Buffer_ToHostBuffer, a.Buffer_ToHostBuffer);
   Resolve(r, TT_PJRT_SLOT_Buffer_ReadyEvent, a.Buffer_ReadyEvent);
   Resolve(r, TT_PJRT_SLOT_Buffer_CopyToDevice, a.Buffer_CopyToDevice);
+  Resolve(r, TT_PJRT_SLOT_Buffer_OnDeviceSizeInBytes, a.Buffer_OnDeviceSizeInBytes);
+  Resolve(r, TT_PJRT_SLOT_Buffer_UnsafePointer, a.Buffer_UnsafePointer);
 }
 
 // Names of required functions the plugin lacks.

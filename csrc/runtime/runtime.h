@@ -96,6 +96,11 @@ class Buffer {
   std::unique_ptr<Event> ToHostAsync(void* dst, size_t dst_bytes) const;
   // Blocks until the buffer's value is computed (errors surface here).
   void BlockUntilReady() const;
+  // Where the plugin keeps the buffer's bytes in this process's memory
+  // (XLA's CPU plugin), waiting for the value to be computed: the address of
+  // nbytes() dense row-major bytes, valid while this handle lives. nullptr
+  // where the plugin's memory is not this process's, or it cannot say.
+  const void* HostAddress() const;
   // The event that becomes ready when the buffer's value is computed (or its
   // computation failed). It stays valid after the buffer is destroyed.
   std::unique_ptr<Event> ReadyEvent() const;

@@ -307,6 +307,9 @@ int main() {
         aliased->ToHost(back.data(), back.size() * 4);
         CHECK(back[0] == 0 && back[776] == 776 && back[777] == 0);
         CHECK(rt.can_alias_host() == (rt.info().platform == "cpu"));
+        // The CPU plugin's bytes are this process's: here, the host memory itself.
+        if (rt.info().platform == "cpu") CHECK(aliased->HostAddress() == p);
+        else CHECK(aliased->HostAddress() == nullptr);
         if (rt.can_alias_host()) {
           usleep(20000);
           CHECK(!watch.expired());  // still the buffer's memory
@@ -328,6 +331,12 @@ int main() {
       float sum[4] = {0};
       outs[0]->ToHost(sum, sizeof(sum));
       CHECK(sum[0] == 11 && sum[1] == 22 && sum[2] == 33 && sum[3] == 44);
+      if (rt.info().platform == "cpu") {  // a program's result, read in place
+        const float* at = static_cast<const float*>(outs[0]->HostAddress());
+        CHECK(at && std::memcmp(at, sum, sizeof(sum)) == 0);
+        const float* up = static_cast<const float*>(ba->HostAddress());
+        CHECK(up && std::memcmp(up, a, sizeof(a)) == 0);
+      }
       CHECK(rt.live_bytes(0) == base0 + 48);
 
       // ---- a buffer's ready event: OnReady reports completion (once, with no

@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 
 #include "backend/device_storage.h"
 #include "backend/dist/host_pool.h"
@@ -39,51 +37,6 @@ void check_tpu(const at::Tensor& t, const char* what) {
   wire_dtype(t.scalar_type());
 }
 
-namespace {
-
-// Buffers that write_back made zero-copy: each one's memory is a host
-// tensor's, which stays alive and unchanged for the buffer's life. Reading
-// such a buffer back is a memcpy on this thread (PJRT's ToHost of an
-// aliased buffer costs a plugin-thread round trip). Keyed by the buffer;
-// an entry counts only while its buffer is alive (weak_ptr).
-class AliasedBuffers {
- public:
-  void add(const runtime::BufferPtr& buf, const void* data) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (map_.size() >= kPruneAt) {
-      for (auto it = map_.begin(); it != map_.end();) it = it->second.buf.expired() ? map_.erase(it) : std::next(it);
-    }
-    map_[buf.get()] = Entry{buf, data};
-  }
-  // The host memory of `buf` (alive while `buf` is), or null.
-  const void* find(const runtime::BufferPtr& buf) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(buf.get());
-    if (it == map_.end()) return nullptr;
-    if (it->second.buf.lock() != buf) {  // a dead buffer's address reused
-      map_.erase(it);
-      return nullptr;
-    }
-    return it->second.data;
-  }
-
- private:
-  static constexpr size_t kPruneAt = 256;
-  struct Entry {
-    std::weak_ptr<runtime::Buffer> buf;
-    const void* data;
-  };
-  std::mutex mu_;
-  std::unordered_map<const runtime::Buffer*, Entry> map_;
-};
-
-// Never destroyed: write-backs may run on gloo threads at exit.
-AliasedBuffers& aliased_buffers() {
-  static AliasedBuffers* a = new AliasedBuffers();
-  return *a;
-}
-
-}  // namespace
 
 at::Tensor to_host(const at::Tensor& device) {
   // One transfer straight into the result (Tensor.cpu() would stage it in a
@@ -92,8 +45,11 @@ at::Tensor to_host(const at::Tensor& device) {
   if (device.numel() > 0) {
     runtime::BufferPtr buf = dense_buffer(device);
     verify_device_checks();  // the host waits here: raise what earlier programs found
-    const void* aliased = aliased_buffers().find(buf);
-    if (aliased && buf->nbytes() == host.nbytes()) std::memcpy(host.mutable_data_ptr(), aliased, host.nbytes());
+    // Where the plugin's memory is this process's (the CPU plugin, including
+    // buffers write_back made zero-copy), a memcpy on this thread; PJRT's
+    // ToHost hands the copy to a plugin thread and waits for it.
+    const void* bytes = buf->nbytes() == host.nbytes() ? buf->HostAddress() : nullptr;
+    if (bytes) std::memcpy(host.mutable_data_ptr(), bytes, host.nbytes());
     else buf->ToHost(host.mutable_data_ptr(), host.nbytes());
   }
   at::ScalarType wire = wire_dtype(device.scalar_type());
@@ -133,7 +89,6 @@ void write_back(const at::Tensor& device, const at::Tensor& host) {
     // The new buffer keeps the host result as its memory (no copy); the
     // host tensor is not touched again and lives until the plugin lets go.
     buf = rt.FromHostAliased(data, type, device.sizes().vec(), dev, std::make_shared<at::Tensor>(value));
-    aliased_buffers().add(buf, data);
   } else {
     buf = rt.FromHost(data, type, device.sizes().vec(), dev);
   }

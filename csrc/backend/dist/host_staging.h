@@ -20,8 +20,8 @@ void check_tpu(const at::Tensor& t, const char* what);
 
 // A dense host copy of a tpu tensor's value, in its wire dtype, in pooled
 // host memory (host_pool.h). Waits for the value. Call on the thread that issues the collective.
-// A buffer that write_back made zero-copy is read by a memcpy from its host
-// memory on this thread (no PJRT transfer).
+// Where the plugin keeps the bytes in this process (the CPU plugin), they
+// are read by a memcpy on this thread (no PJRT transfer).
 at::Tensor to_host(const at::Tensor& device);
 // A dense, uninitialised host tensor shaped like `device`, in its wire dtype
 // (for outputs that the collective overwrites whole).
