@@ -80,13 +80,25 @@ def round_trip(nbytes, dtype, op):
     check(f"broadcast {tag}", b_d, b_c)
 
 
-# Around the exchange's capacity: 64 KiB fits from the start; a 1 MiB
-# collective grows it for the next one (of any size up to it); past 1 MiB,
-# or after one, the data goes through gloo. Sizes alternate so every
-# transition is crossed.
-sizes = [4 * KIB, 64 * KIB, 64 * KIB + 64, 1024 * KIB, 256 * KIB, 1024 * KIB + 64, 64 * KIB, 3 * KIB]
+# Around the exchange's capacity (per block: all_gather's input, all_reduce's
+# and reduce_scatter's share per rank): 64 KiB fits from the start; a block
+# of up to 1 MiB grows it for the next collective; a larger block, or one
+# after a larger one, goes through gloo after the check (all_to_all for
+# all_gather and reduce_scatter). Sizes alternate so every transition is
+# crossed, 4 MiB past the limit at any world size.
+sizes = [4 * KIB, 64 * KIB, 64 * KIB + 64, 1024 * KIB, 256 * KIB, 1024 * KIB + 64, 64 * KIB, 4096 * KIB,
+         3 * KIB, 4096 * KIB]
 for nbytes in sizes:
     round_trip(nbytes, torch.float32, R.SUM)
+# all_reduce by shares whose last share is padded (numel not a multiple of
+# the world size), and a message of fewer elements than ranks.
+for numel in (40_001, 300_007, 1):
+    for op in (R.SUM, R.MAX):
+        d = values(numel, torch.float32, seed=rank + 7).to(TPU)
+        c = d.cpu()
+        dist.all_reduce(c, op=op)
+        dist.all_reduce(d, op=op)
+        check(f"all_reduce {numel} elements {op}", d, c)
 for op in (R.PRODUCT, R.MIN, R.MAX):
     round_trip(4 * KIB, torch.float32, op)
 for dtype in (torch.int16, torch.int64, torch.float16):

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -95,7 +96,13 @@ bool agreement_check_enabled() {
   return on;
 }
 
-at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const at::Tensor& payload, int64_t capacity,
+int64_t ExchangeData::block_bytes() const {
+  if (!data.defined()) return 0;
+  const int64_t n = static_cast<int64_t>(data.nbytes());
+  return split_bytes > 0 ? std::min(split_bytes, n) : n;
+}
+
+at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const ExchangeData& data, int64_t capacity,
                  std::chrono::milliseconds timeout, const std::string& what,
                  const std::function<std::string()>& on_failure) {
   const int world = gloo.getSize();
@@ -103,20 +110,27 @@ at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const at::Tensor& p
   const int64_t sig_bytes = static_cast<int64_t>(sig.size() * sizeof(int64_t));
   const int64_t slot = sig_bytes + capacity;
   TORCH_CHECK(capacity >= 0 && capacity % 8 == 0, "tpu_dist: bad exchange capacity ", capacity);
+  TORCH_CHECK(!data.data.defined() || (data.data.is_contiguous() && data.block_bytes() <= capacity),
+              "tpu_dist: a block of ", data.block_bytes(), " bytes does not fit the exchange");
   // Pooled (host_pool.h): a fresh block of a MiB page-faults on every call.
-  at::Tensor in = pooled_host_tensor({slot}, at::kByte);
-  std::memcpy(in.mutable_data_ptr(), sig.data(), sig_bytes);
-  if (payload.defined() && payload.nbytes() > 0) {
-    TORCH_CHECK(payload.is_contiguous() && static_cast<int64_t>(payload.nbytes()) <= capacity,
-                "tpu_dist: payload of ", payload.nbytes(), " bytes does not fit the exchange");
-    std::memcpy(static_cast<uint8_t*>(in.mutable_data_ptr()) + sig_bytes, payload.const_data_ptr(),
-                payload.nbytes());
+  at::Tensor in = pooled_host_tensor({world * slot}, at::kByte);
+  uint8_t* in_bytes = in.mutable_data_ptr<uint8_t>();
+  const auto* src = data.data.defined() ? static_cast<const uint8_t*>(data.data.const_data_ptr()) : nullptr;
+  const int64_t total = data.data.defined() ? static_cast<int64_t>(data.data.nbytes()) : 0;
+  for (int j = 0; j < world; ++j) {
+    uint8_t* block = in_bytes + j * slot;
+    std::memcpy(block, sig.data(), sig_bytes);
+    if (!src) continue;
+    const int64_t begin = data.split_bytes > 0 ? std::min(total, j * data.split_bytes) : 0;
+    const int64_t end = data.split_bytes > 0 ? std::min(total, begin + data.split_bytes) : total;
+    if (end > begin) std::memcpy(block + sig_bytes, src + begin, end - begin);
   }
   at::Tensor out = pooled_host_tensor({world * slot}, at::kByte);
-  c10d::AllgatherOptions opts;
+  c10d::AllToAllOptions opts;
   opts.timeout = timeout;
+  std::vector<int64_t> even;  // empty splits: equal blocks
   try {
-    gloo._allgather_base(out, in, opts)->wait();
+    gloo.alltoall_base(out, in, even, even, opts)->wait();
   } catch (...) {
     std::string cause = error_text(std::current_exception());
     TORCH_CHECK(false, what, " failed: a rank of the group did not take part (it exited, did not arrive "

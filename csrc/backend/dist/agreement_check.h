@@ -3,11 +3,14 @@
 // all_to_all splits) and all raise the same clear error when they differ.
 // Gloo itself aborts the process on a size mismatch (a gloo::EnforceNotMet
 // thrown on its transport thread), so the check must come first.
-// The exchange is one gloo all_gather of a fixed-size slot per rank: the
-// signature, then room for a small collective's own data, so that such a
-// collective needs no second round trip (the caller computes its result
-// from every rank's data, see backend/dist/inline_collectives.h).
-// TORCH_TPU_DIST_CHECK=0 skips it (one all_gather per collective).
+// The exchange is one gloo all_to_all of fixed-size blocks: the block a
+// rank sends to each peer holds its signature, then room for data, so that
+// a small collective needs no second round trip (the caller computes its
+// result from the data it received, see backend/dist/inline_collectives.h).
+// An all_to_all, not an all_gather: gloo posts every peer's send and receive
+// at once, where its all_gather is a ring of world - 1 steps; with ranks
+// sharing cores each step waits for a peer to be scheduled.
+// TORCH_TPU_DIST_CHECK=0 skips it (one gloo collective per collective).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -34,17 +37,27 @@ struct Signature {
 // Whether the check runs (read once from TORCH_TPU_DIST_CHECK).
 bool agreement_check_enabled();
 
+// What a rank sends in the exchange besides its signature: nothing, the
+// same bytes to every rank (`split_bytes` 0), or `split_bytes` to each rank in
+// turn (rank j gets bytes [j * split_bytes, (j + 1) * split_bytes) of `data`,
+// cut short or empty past its end).
+struct ExchangeData {
+  at::Tensor data;          // contiguous CPU tensor, or undefined for none
+  int64_t split_bytes = 0;  // 0: `data` whole to every rank
+  // The most bytes one block carries (what must fit the capacity).
+  int64_t block_bytes() const;
+};
+
 // Exchanges `mine` over `gloo` (waiting at most `timeout`) and raises on
 // every rank when the ranks disagree, naming each rank's arguments. `what`
 // names the collective and this rank for the error when a peer never
 // answers (it died or called nothing); `on_failure` then adds to the
 // message (the ranks that did not reach it).
-// Each rank's slot carries `capacity` bytes of data after the signature
-// (`capacity` must be the same on every rank, a multiple of 8): `payload`
-// (a contiguous CPU tensor of at most `capacity` bytes, or undefined for
-// none). Returns a [world, capacity] uint8 tensor whose row r starts with
-// rank r's payload (rows past a payload's end are unspecified).
-at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const at::Tensor& payload, int64_t capacity,
+// Each block carries `capacity` bytes of data after the signature
+// (`capacity` must be the same on every rank, a multiple of 8, at least
+// `data.block_bytes()`). Returns a [world, capacity] uint8 tensor whose row r
+// starts with the data rank r sent to this rank (bytes past it unspecified).
+at::Tensor agree(c10d::Backend& gloo, const Signature& mine, const ExchangeData& data, int64_t capacity,
                  std::chrono::milliseconds timeout, const std::string& what,
                  const std::function<std::string()>& on_failure);
 

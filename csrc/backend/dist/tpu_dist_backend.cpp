@@ -4,8 +4,10 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
+#include "backend/dist/host_pool.h"
 #include "backend/dist/host_staging.h"
 #include "backend/dist/inline_collectives.h"
 #include "backend/dist/missing_ranks.h"
@@ -17,15 +19,27 @@ namespace {
 
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
-// Exchange capacity bounds (see inline_capacity_): 64 KiB costs about as
-// little as the bare signature; up to 1 MiB, one all_gather of the data
-// beats the signature round trip plus gloo's own collective.
+// Exchange capacity bounds, per block (see inline_capacity_): 64 KiB costs
+// about as little as the bare signature; up to 1 MiB, carrying the data in
+// the exchange beats the signature round trip plus gloo's own collective.
 constexpr int64_t kMinInlineBytes = 64 * 1024;
 constexpr int64_t kMaxInlineBytes = 1024 * 1024;
+// Past this, an all_reduce's host form sends each rank only its share (a
+// reduce-scatter in the exchange, then an all-gather of the reduced blocks)
+// instead of the whole message to every rank (one round trip, world x the bytes).
+constexpr int64_t kWholeReduceBytes = 64 * 1024;
+// Broadcast's host form has every rank receive world x the message (gloo's
+// broadcast moves it once); past 8 ranks its room shrinks.
+constexpr int64_t kMaxReplicatedReceiveBytes = 8 * 1024 * 1024;
 
-int64_t next_capacity(int64_t payload_bytes, int64_t limit) {
-  if (payload_bytes > limit) return kMinInlineBytes;
-  return std::max(kMinInlineBytes, (payload_bytes + 7) / 8 * 8);
+int64_t next_capacity(int64_t block_bytes, int64_t limit) {
+  if (block_bytes > limit) return kMinInlineBytes;
+  return std::max(kMinInlineBytes, (block_bytes + 7) / 8 * 8);
+}
+
+// `t` (contiguous) as bytes, [rows, -1].
+at::Tensor byte_rows(const at::Tensor& t, int64_t rows) {
+  return t.view({-1}).view(at::kByte).view({rows, -1});
 }
 
 std::vector<at::Tensor> to_host_all(const std::vector<at::Tensor>& ts, const char* op) {
@@ -103,8 +117,27 @@ void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) {
   gloo_->setTimeout(timeout);
 }
 
-int64_t TpuDistBackend::reduce_inline_limit() const {
-  return getSize() == 2 ? kMaxInlineBytes : kMinInlineBytes;
+int64_t TpuDistBackend::replicated_inline_limit() const {
+  return std::clamp(kMaxReplicatedReceiveBytes / getSize(), kMinInlineBytes, kMaxInlineBytes);
+}
+
+std::function<void(const at::Tensor& rows)> TpuDistBackend::reduce_blocks(const c10d::ReduceOp& op,
+                                                                          at::Tensor out) const {
+  return [out, op](const at::Tensor& rows) mutable { reduce_rows(rows, op, 0, out); };
+}
+
+WorkPtr TpuDistBackend::gather_blocks(const at::Tensor& mine, at::Tensor& out,
+                                      std::chrono::milliseconds timeout) const {
+  const int world = getSize();
+  const int64_t block = static_cast<int64_t>(mine.nbytes());
+  at::Tensor in = pooled_host_tensor({world * block}, at::kByte);
+  uint8_t* dst = in.mutable_data_ptr<uint8_t>();
+  for (int j = 0; j < world; ++j) std::memcpy(dst + j * block, mine.const_data_ptr(), block);
+  at::Tensor received = out.view({-1}).view(at::kByte);
+  std::vector<int64_t> even;
+  c10d::AllToAllOptions o;
+  o.timeout = timeout;
+  return gloo_->alltoall_base(received, in, even, even, o);  // its Work keeps both tensors
 }
 
 std::string TpuDistBackend::what(const char* op) const {
@@ -142,16 +175,16 @@ WorkPtr TpuDistBackend::run(Plan plan, const std::function<WorkPtr()>& issue) {
   if (agreement_check_enabled()) {
     // Every rank decides alike: the capacity and the plan's host form and
     // payload size follow from arguments the exchange checks.
-    const bool host_form = plan.local && plan.payload_bytes <= inline_capacity_;
+    const bool host_form = plan.local && plan.block_bytes <= inline_capacity_;
     at::Tensor rows;
     try {
-      rows = agree(*gloo_, plan.sig, host_form ? plan.payload : at::Tensor(), inline_capacity_, timeout_, w,
+      rows = agree(*gloo_, plan.sig, host_form ? plan.exchange : ExchangeData{}, inline_capacity_, timeout_, w,
                    missing);
     } catch (...) {
       inline_capacity_ = kMinInlineBytes;  // the ranks' plans may differ: start over alike
       throw;
     }
-    if (plan.local) inline_capacity_ = next_capacity(plan.payload_bytes, plan.inline_limit);
+    if (plan.local) inline_capacity_ = next_capacity(plan.block_bytes, plan.inline_limit);
     if (host_form) {
       plan.local(rows);
       for (const auto& wr : plan.writes) write_back(wr.first, wr.second);
@@ -199,9 +232,9 @@ WorkPtr TpuDistBackend::broadcast(std::vector<at::Tensor>& tensors, const c10d::
   if (hosts.size() == 1) {
     at::Tensor h = hosts[0];
     const int src = static_cast<int>(opts.rootRank);
-    p.payload = root ? h : at::Tensor();
-    p.payload_bytes = static_cast<int64_t>(h.nbytes());
-    p.inline_limit = reduce_inline_limit();
+    if (root) p.exchange.data = h;
+    p.block_bytes = static_cast<int64_t>(h.nbytes());
+    p.inline_limit = replicated_inline_limit();
     p.local = [h, src, root](const at::Tensor& rows) mutable {
       if (!root) h.view({-1}).copy_(row_data(rows, src, h.scalar_type(), 0, h.numel()));
     };
@@ -219,10 +252,35 @@ WorkPtr TpuDistBackend::allreduce(std::vector<at::Tensor>& tensors, const c10d::
   add_writes(p.writes, tensors, hosts);
   if (hosts.size() == 1 && host_reducible(o.reduceOp)) {
     at::Tensor h = hosts[0];
-    p.payload = h;
-    p.payload_bytes = static_cast<int64_t>(h.nbytes());
-    p.inline_limit = reduce_inline_limit();
-    p.local = [h, red = o.reduceOp](const at::Tensor& rows) mutable { reduce_rows(rows, red, 0, h); };
+    const int64_t bytes = static_cast<int64_t>(h.nbytes());
+    p.exchange.data = h;
+    p.inline_limit = kMaxInlineBytes;
+    if (bytes <= kWholeReduceBytes) {
+      p.block_bytes = bytes;
+      p.local = reduce_blocks(o.reduceOp, h);
+    } else {
+      // Rank j reduces elements [j * share, (j + 1) * share) of every rank's
+      // message (the last share is padded), then every rank gathers the
+      // reduced shares: each share is combined once, so all ranks get the same bits.
+      const int world = getSize();
+      const int64_t share = (h.numel() + world - 1) / world;
+      p.exchange.split_bytes = share * static_cast<int64_t>(h.element_size());
+      p.block_bytes = p.exchange.split_bytes;
+      p.local = [this, h, share, world, red = o.reduceOp, w = what(op)](const at::Tensor& rows) mutable {
+        const bool exact = share * world == h.numel();
+        at::Tensor gathered = exact ? h : pooled_host_tensor({share * world}, h.scalar_type());
+        at::Tensor mine = pooled_host_tensor({share}, h.scalar_type());
+        const int64_t valid = std::clamp<int64_t>(h.numel() - getRank() * share, 0, share);
+        at::Tensor part = mine.narrow(0, 0, valid);
+        reduce_rows(rows, red, 0, part);
+        try {
+          gather_blocks(mine, gathered, timeout_)->wait();
+        } catch (...) {
+          TORCH_CHECK(false, w, " failed: ", error_text(std::current_exception()));
+        }
+        if (!exact) h.view({-1}).copy_(gathered.narrow(0, 0, h.numel()));
+      };
+    }
   }
   return run(std::move(p), [&] { return gloo_->allreduce(hosts, o); });
 }
@@ -259,8 +317,8 @@ WorkPtr TpuDistBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   std::vector<std::vector<at::Tensor>> outs{host_like_all(outputs[0], op)};
   Plan p{{op, -1, inputs}, c10d::OpType::ALLGATHER, {}, outputs[0], nullptr};
   add_writes(p.writes, outputs[0], outs[0]);
-  p.payload = in[0];
-  p.payload_bytes = static_cast<int64_t>(in[0].nbytes());
+  p.exchange.data = in[0];
+  p.block_bytes = static_cast<int64_t>(in[0].nbytes());
   p.inline_limit = kMaxInlineBytes;
   p.local = [outs = outs[0]](const at::Tensor& rows) {
     for (size_t r = 0; r < outs.size(); ++r)
@@ -279,15 +337,16 @@ WorkPtr TpuDistBackend::_allgather_base(at::Tensor& output, at::Tensor& input, c
               input.sizes(), "), got ", output.scalar_type(), output.sizes());
   at::Tensor in = to_host(input), out = host_like(output);
   Plan p{{op, -1, {input}}, c10d::OpType::_ALLGATHER_BASE, {{output, out}}, {output}, nullptr};
-  p.payload = in;
-  p.payload_bytes = static_cast<int64_t>(in.nbytes());
+  p.exchange.data = in;
+  p.block_bytes = static_cast<int64_t>(in.nbytes());
   p.inline_limit = kMaxInlineBytes;
   p.local = [out, numel = in.numel(), world = getSize()](const at::Tensor& rows) {
     auto per_rank = out.view({world, numel});
     for (int r = 0; r < world; ++r) per_rank[r].copy_(row_data(rows, r, out.scalar_type(), 0, numel));
   };
-  auto o = opts;
-  return run(std::move(p), [&] { return gloo_->_allgather_base(out, in, o); });
+  // Larger: this rank's input to every rank in one gloo all_to_all, straight
+  // into the output.
+  return run(std::move(p), [&] { return gather_blocks(in, out, opts.timeout); });
 }
 
 WorkPtr TpuDistBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -391,16 +450,14 @@ WorkPtr TpuDistBackend::reduce_scatter(std::vector<at::Tensor>& outputs, std::ve
   o.reduceOp = host_reduce_op(opts.reduceOp, ins[0], op);
   Plan p{{op, -1, outputs, opts.reduceOp.op_}, c10d::OpType::REDUCE_SCATTER, {}, outputs, nullptr};
   add_writes(p.writes, outputs, outs);
-  const int64_t bytes = static_cast<int64_t>(outs[0].nbytes()) * getSize();
-  if (host_reducible(o.reduceOp) && bytes <= kMaxInlineBytes) {
+  const int64_t block = static_cast<int64_t>(outs[0].nbytes());
+  if (host_reducible(o.reduceOp) && block <= kMaxInlineBytes) {
     std::vector<at::Tensor> flat;
     for (const auto& h : ins[0]) flat.push_back(h.reshape({-1}));
-    p.payload = at::cat(flat);
-    p.payload_bytes = bytes;
-    p.inline_limit = reduce_inline_limit();
-    p.local = [h = outs[0], red = o.reduceOp, rank = getRank()](const at::Tensor& rows) mutable {
-      reduce_rows(rows, red, rank * h.numel(), h);
-    };
+    p.exchange = {at::cat(flat), block};
+    p.block_bytes = block;
+    p.inline_limit = kMaxInlineBytes;
+    p.local = reduce_blocks(o.reduceOp, outs[0]);
   }
   return run(std::move(p), [&] { return gloo_->reduce_scatter(outs, ins, o); });
 }
@@ -419,28 +476,28 @@ WorkPtr TpuDistBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& inp
   o.reduceOp = host_reduce_op(opts.reduceOp, ins, op);
   Plan p{{op, -1, {input}, opts.reduceOp.op_}, c10d::OpType::_REDUCE_SCATTER_BASE, {{output, out}}, {output},
          nullptr};
-  if (host_reducible(o.reduceOp)) {
-    p.payload = ins[0];
-    p.payload_bytes = static_cast<int64_t>(ins[0].nbytes());
-    p.inline_limit = reduce_inline_limit();
-    p.local = [out, red = o.reduceOp, rank = getRank()](const at::Tensor& rows) mutable {
-      reduce_rows(rows, red, rank * out.numel(), out);
-    };
-  }
-  if (static_cast<int64_t>(ins[0].nbytes()) <= kMinInlineBytes) {
+  if (!host_reducible(o.reduceOp)) {
     return run(std::move(p), [&] { return gloo_->_reduce_scatter_base(out, ins[0], o); });
   }
-  // Gloo's reduce_scatter of a large message takes 2x to 3x its all_reduce
-  // of the same whole buffer here (benchmarks/collectives.py, gloo column):
-  // all-reduce the host copy instead and keep this rank's block.
-  c10d::AllreduceOptions ao;
-  ao.reduceOp = o.reduceOp;
-  ao.timeout = o.timeout;
-  p.unpack = [full = ins[0], out, rank = getRank()] {
-    const int64_t k = out.numel();
-    out.view({-1}).copy_(full.view({-1}).narrow(0, rank * k, k));
-  };
-  return run(std::move(p), [&] { return gloo_->allreduce(ins, ao); });
+  const int64_t block = static_cast<int64_t>(out.nbytes());
+  p.exchange = {ins[0], block};
+  p.block_bytes = block;
+  p.inline_limit = kMaxInlineBytes;
+  p.local = reduce_blocks(o.reduceOp, out);
+  // Larger: gloo's all_to_all sends each rank its block of every input,
+  // reduced here. Gloo's own reduce_scatter is a ring of 2 (world - 1) steps
+  // and takes 2x to 3x its all_reduce of the same buffer here
+  // (benchmarks/collectives.py, gloo column); the all_to_all is one step.
+  const int world = getSize();
+  at::Tensor received = pooled_host_tensor({world * out.numel()}, out.scalar_type());
+  p.unpack = [received, world, local = p.local] { local(byte_rows(received, world)); };
+  return run(std::move(p), [&] {
+    std::vector<int64_t> even;
+    c10d::AllToAllOptions ao;
+    ao.timeout = o.timeout;
+    at::Tensor recv_bytes = received.view(at::kByte), send_bytes = ins[0].view({-1}).view(at::kByte);
+    return gloo_->alltoall_base(recv_bytes, send_bytes, even, even, ao);
+  });
 }
 
 WorkPtr TpuDistBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,

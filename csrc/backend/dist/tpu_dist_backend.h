@@ -96,21 +96,32 @@ class TpuDistBackend : public c10d::Backend {
     std::vector<at::Tensor> outputs;  // the Work's result and future value
     std::function<void()> unpack;
     // The host form (inline_collectives.h), where the collective has one:
-    // `local` sets the writes' host values from the exchanged rows;
-    // `payload` is this rank's data (undefined where it sends none) and
-    // `payload_bytes` the most any rank sends (the same on every rank);
-    // `inline_limit` the largest payload worth carrying in the exchange.
+    // `local` sets the writes' host values from the exchanged rows (row r:
+    // the block rank r sent here); `exchange` is the data this rank sends;
+    // `block_bytes` the largest block any rank sends (the same on every
+    // rank); `inline_limit` the largest block worth carrying in the exchange.
     std::function<void(const at::Tensor& rows)> local;
-    at::Tensor payload;
-    int64_t payload_bytes = 0;
+    ExchangeData exchange;
+    int64_t block_bytes = 0;
     int64_t inline_limit = 0;
   };
   // Checks agreement, issues `issue` (which starts gloo on the host copies)
   // and returns the Work (tpu_dist_work.h).
   c10::intrusive_ptr<c10d::Work> run(Plan plan, const std::function<c10::intrusive_ptr<c10d::Work>()>& issue);
-  // The largest payload worth carrying in the exchange for a reduction or
-  // broadcast (every rank receives every rank's data, world x the message).
-  int64_t reduce_inline_limit() const;
+  // The largest message worth sending whole to every rank in the exchange
+  // (broadcast): every rank receives world x the message.
+  int64_t replicated_inline_limit() const;
+  // Host form of a reduction whose blocks are each rank's share: this
+  // rank's result block is the reduction of `rows` (one block per rank,
+  // `out.numel()` elements each) into `out`.
+  std::function<void(const at::Tensor& rows)> reduce_blocks(const c10d::ReduceOp& op, at::Tensor out) const;
+  // Starts the all-gather of this rank's block `mine` (contiguous) into
+  // `out` (contiguous, world blocks end to end) as one gloo all_to_all that
+  // sends `mine` to every rank (gloo's all_gather is a ring of world - 1
+  // steps; an all_to_all posts every peer's transfer at once). The ranks
+  // must already agree on the sizes.
+  c10::intrusive_ptr<c10d::Work> gather_blocks(const at::Tensor& mine, at::Tensor& out,
+                                               std::chrono::milliseconds timeout) const;
   // "tpu_dist all_reduce (rank 0 of 2, group default_pg)", for messages.
   std::string what(const char* op) const;
   // Records `w` in the open coalescing block, if any; returns it.
