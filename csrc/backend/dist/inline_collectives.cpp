@@ -14,26 +14,26 @@ bool host_reducible(const c10d::ReduceOp& op) {
   }
 }
 
-at::Tensor row_data(const at::Tensor& rows, int r, at::ScalarType dtype, int64_t offset, int64_t numel) {
+at::Tensor row_data(const at::Tensor& rows, int r, at::ScalarType dtype, int64_t numel) {
   const int64_t esize = static_cast<int64_t>(c10::elementSize(dtype));
-  TORCH_CHECK((offset + numel) * esize <= rows.size(1), "tpu_dist: inline data past its slot");
-  return rows[r].narrow(0, offset * esize, numel * esize).view(dtype);
+  TORCH_CHECK(numel * esize <= rows.size(1), "tpu_dist: inline data past its slot");
+  return rows[r].narrow(0, 0, numel * esize).view(dtype);
 }
 
-void reduce_rows(const at::Tensor& rows, const c10d::ReduceOp& op, int64_t offset, at::Tensor& out) {
+void reduce_rows(const at::Tensor& rows, const c10d::ReduceOp& op, at::Tensor& out) {
   const int world = static_cast<int>(rows.size(0));
   const at::ScalarType dtype = out.scalar_type();
   const int64_t numel = out.numel();
   at::Tensor acc = out.view({numel});
   if (world == 1) {
-    acc.copy_(row_data(rows, 0, dtype, offset, numel));
+    acc.copy_(row_data(rows, 0, dtype, numel));
     return;
   }
   // acc = row 0 (op) row 1, then acc = acc (op) row r: one pass per rank.
   const bool is_bool = dtype == at::kBool;
-  at::Tensor a = row_data(rows, 0, dtype, offset, numel);
+  at::Tensor a = row_data(rows, 0, dtype, numel);
   for (int r = 1; r < world; ++r) {
-    at::Tensor x = row_data(rows, r, dtype, offset, numel);
+    at::Tensor x = row_data(rows, r, dtype, numel);
     switch (op.op_) {
       case c10d::ReduceOp::SUM:
         is_bool ? at::logical_or_out(acc, a, x) : at::add_out(acc, a, x);

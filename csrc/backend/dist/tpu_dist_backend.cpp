@@ -123,7 +123,7 @@ int64_t TpuDistBackend::replicated_inline_limit() const {
 
 std::function<void(const at::Tensor& rows)> TpuDistBackend::reduce_blocks(const c10d::ReduceOp& op,
                                                                           at::Tensor out) const {
-  return [out, op](const at::Tensor& rows) mutable { reduce_rows(rows, op, 0, out); };
+  return [out, op](const at::Tensor& rows) mutable { reduce_rows(rows, op, out); };
 }
 
 WorkPtr TpuDistBackend::gather_blocks(const at::Tensor& mine, at::Tensor& out,
@@ -236,7 +236,7 @@ WorkPtr TpuDistBackend::broadcast(std::vector<at::Tensor>& tensors, const c10d::
     p.block_bytes = static_cast<int64_t>(h.nbytes());
     p.inline_limit = replicated_inline_limit();
     p.local = [h, src, root](const at::Tensor& rows) mutable {
-      if (!root) h.view({-1}).copy_(row_data(rows, src, h.scalar_type(), 0, h.numel()));
+      if (!root) h.view({-1}).copy_(row_data(rows, src, h.scalar_type(), h.numel()));
     };
   }
   auto o = opts;
@@ -272,7 +272,7 @@ WorkPtr TpuDistBackend::allreduce(std::vector<at::Tensor>& tensors, const c10d::
         at::Tensor mine = pooled_host_tensor({share}, h.scalar_type());
         const int64_t valid = std::clamp<int64_t>(h.numel() - getRank() * share, 0, share);
         at::Tensor part = mine.narrow(0, 0, valid);
-        reduce_rows(rows, red, 0, part);
+        reduce_rows(rows, red, part);
         try {
           gather_blocks(mine, gathered, timeout_)->wait();
         } catch (...) {
@@ -322,7 +322,7 @@ WorkPtr TpuDistBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   p.inline_limit = kMaxInlineBytes;
   p.local = [outs = outs[0]](const at::Tensor& rows) {
     for (size_t r = 0; r < outs.size(); ++r)
-      outs[r].view({-1}).copy_(row_data(rows, static_cast<int>(r), outs[r].scalar_type(), 0, outs[r].numel()));
+      outs[r].view({-1}).copy_(row_data(rows, static_cast<int>(r), outs[r].scalar_type(), outs[r].numel()));
   };
   auto o = opts;
   return run(std::move(p), [&] { return gloo_->allgather(outs, in, o); });
@@ -342,7 +342,7 @@ WorkPtr TpuDistBackend::_allgather_base(at::Tensor& output, at::Tensor& input, c
   p.inline_limit = kMaxInlineBytes;
   p.local = [out, numel = in.numel(), world = getSize()](const at::Tensor& rows) {
     auto per_rank = out.view({world, numel});
-    for (int r = 0; r < world; ++r) per_rank[r].copy_(row_data(rows, r, out.scalar_type(), 0, numel));
+    for (int r = 0; r < world; ++r) per_rank[r].copy_(row_data(rows, r, out.scalar_type(), numel));
   };
   // Larger: this rank's input to every rank in one gloo all_to_all, straight
   // into the output.
@@ -450,16 +450,10 @@ WorkPtr TpuDistBackend::reduce_scatter(std::vector<at::Tensor>& outputs, std::ve
   o.reduceOp = host_reduce_op(opts.reduceOp, ins[0], op);
   Plan p{{op, -1, outputs, opts.reduceOp.op_}, c10d::OpType::REDUCE_SCATTER, {}, outputs, nullptr};
   add_writes(p.writes, outputs, outs);
-  const int64_t block = static_cast<int64_t>(outs[0].nbytes());
-  if (host_reducible(o.reduceOp) && block <= kMaxInlineBytes) {
-    std::vector<at::Tensor> flat;
-    for (const auto& h : ins[0]) flat.push_back(h.reshape({-1}));
-    p.exchange = {at::cat(flat), block};
-    p.block_bytes = block;
-    p.inline_limit = kMaxInlineBytes;
-    p.local = reduce_blocks(o.reduceOp, outs[0]);
-  }
-  return run(std::move(p), [&] { return gloo_->reduce_scatter(outs, ins, o); });
+  if (!host_reducible(o.reduceOp)) return run(std::move(p), [&] { return gloo_->reduce_scatter(outs, ins, o); });
+  std::vector<at::Tensor> flat;
+  for (const auto& h : ins[0]) flat.push_back(h.reshape({-1}));
+  return reduce_scatter_blocks(std::move(p), at::cat(flat), outs[0], o.reduceOp, o.timeout);
 }
 
 WorkPtr TpuDistBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -479,11 +473,16 @@ WorkPtr TpuDistBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& inp
   if (!host_reducible(o.reduceOp)) {
     return run(std::move(p), [&] { return gloo_->_reduce_scatter_base(out, ins[0], o); });
   }
+  return reduce_scatter_blocks(std::move(p), ins[0], out, o.reduceOp, o.timeout);
+}
+
+WorkPtr TpuDistBackend::reduce_scatter_blocks(Plan p, at::Tensor packed, at::Tensor out, const c10d::ReduceOp& red,
+                                              std::chrono::milliseconds timeout) {
   const int64_t block = static_cast<int64_t>(out.nbytes());
-  p.exchange = {ins[0], block};
+  p.exchange = {packed, block};
   p.block_bytes = block;
   p.inline_limit = kMaxInlineBytes;
-  p.local = reduce_blocks(o.reduceOp, out);
+  p.local = reduce_blocks(red, out);
   // Larger: gloo's all_to_all sends each rank its block of every input,
   // reduced here. Gloo's own reduce_scatter is a ring of 2 (world - 1) steps
   // and takes 2x to 3x its all_reduce of the same buffer here
@@ -494,8 +493,8 @@ WorkPtr TpuDistBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& inp
   return run(std::move(p), [&] {
     std::vector<int64_t> even;
     c10d::AllToAllOptions ao;
-    ao.timeout = o.timeout;
-    at::Tensor recv_bytes = received.view(at::kByte), send_bytes = ins[0].view({-1}).view(at::kByte);
+    ao.timeout = timeout;
+    at::Tensor recv_bytes = received.view(at::kByte), send_bytes = packed.view({-1}).view(at::kByte);
     return gloo_->alltoall_base(recv_bytes, send_bytes, even, even, ao);
   });
 }

@@ -6,9 +6,11 @@
 // the tpu tensors' storages in place. JAX does the same for multi-process
 // CPU. Before moving data the ranks agree on their arguments
 // (backend/dist/agreement_check.h), so a mismatch raises instead of hanging;
-// a small collective's data rides in that same exchange and its result is
-// computed on each host (backend/dist/inline_collectives.h), one gloo round
-// trip in all.
+// a collective of up to 1 MiB per block moves its data in that same
+// exchange and each host computes its result (backend/dist/
+// inline_collectives.h): one gloo round trip (two for an all_reduce above
+// 64 KiB). Larger data moves after the check; gloo's all_to_all carries
+// all_gather and reduce_scatter (one step, where gloo's rings take world - 1).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -115,6 +117,11 @@ class TpuDistBackend : public c10d::Backend {
   // rank's result block is the reduction of `rows` (one block per rank,
   // `out.numel()` elements each) into `out`.
   std::function<void(const at::Tensor& rows)> reduce_blocks(const c10d::ReduceOp& op, at::Tensor out) const;
+  // A reduce_scatter with a host form: `packed` holds this rank's input,
+  // block j for rank j (contiguous, world x `out`); `out` gets this rank's
+  // reduced block.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_blocks(Plan p, at::Tensor packed, at::Tensor out,
+                                                       const c10d::ReduceOp& red, std::chrono::milliseconds timeout);
   // Starts the all-gather of this rank's block `mine` (contiguous) into
   // `out` (contiguous, world blocks end to end) as one gloo all_to_all that
   // sends `mine` to every rank (gloo's all_gather is a ring of world - 1
