@@ -2,10 +2,13 @@
 at step N and loaded into a fresh model continue exactly as the
 uninterrupted run (tests/dist_workers/checkpoint.py)."""
 
+import pytest
+
 from dist_launch import run_ok
 
 
-def test_dcp_save_load_resume_fsdp2(tmp_path):
-    run_ok("checkpoint.py", str(tmp_path / "ckpt"))
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_dcp_save_load_resume_fsdp2(tmp_path, nproc):
+    run_ok("checkpoint.py", str(tmp_path / "ckpt"), nproc=nproc)
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir() if p.suffix == ".distcp") == [
-        "__0_0.distcp", "__1_0.distcp"]
+        f"__{r}_0.distcp" for r in range(nproc)]

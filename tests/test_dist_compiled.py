@@ -4,8 +4,11 @@ collectives against gloo on CPU tensors, a compiled tensor-parallel step, compil
 DDP and FSDP2 with compiled blocks against one CPU process, and a collective in
 fused eager mode. No graph runs op by op, nothing falls back to the CPU."""
 
+import pytest
+
 from dist_launch import run_ok
 
 
-def test_collectives_in_compiled_graphs():
-    run_ok("compiled.py", nproc=2, timeout=180, env={"TORCH_TPU_FALLBACK": "error"})
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_collectives_in_compiled_graphs(nproc):
+    run_ok("compiled.py", nproc=nproc, timeout=240, env={"TORCH_TPU_FALLBACK": "error"})

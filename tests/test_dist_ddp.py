@@ -13,7 +13,7 @@ from dist_launch import run_ok
 # has registered; DDP's logger asks for it and raises "Could not find backend
 # type 1". pytorch/pytorch#189193 fixes it upstream. With a device_id,
 # c10d resolves the backend from the device (default_device_backend_map).
-@pytest.mark.parametrize("backend,mode", [("tpu_dist", "strict"), ("cpu:gloo,tpu:tpu_dist", "fused"),
-                                          ("device_id", "strict")])
-def test_ddp_matches_single_process_cpu(backend, mode):
-    run_ok("ddp.py", backend, env={"TORCH_TPU_EAGER_MODE": mode})
+@pytest.mark.parametrize("backend,mode,nproc", [("tpu_dist", "strict", 2), ("cpu:gloo,tpu:tpu_dist", "fused", 2),
+                                                ("device_id", "strict", 2), ("tpu_dist", "strict", 4)])
+def test_ddp_matches_single_process_cpu(backend, mode, nproc):
+    run_ok("ddp.py", backend, nproc=nproc, env={"TORCH_TPU_EAGER_MODE": mode})

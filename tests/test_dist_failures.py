@@ -3,6 +3,8 @@
 
 import re
 
+import pytest
+
 from dist_launch import torchrun
 
 
@@ -40,12 +42,16 @@ def _after_seconds(out):
     return float(m.group(1))
 
 
-def test_exited_rank_makes_others_raise_naming_the_collective():
-    rc, out = torchrun("failures.py", "exit", timeout=120)
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_exited_rank_makes_others_raise_naming_the_collective(nproc):
+    rc, out = torchrun("failures.py", "exit", nproc=nproc, timeout=120)
     lines = raised_lines(out)
-    assert len(lines) == 1 and "RAISED" in lines[0] and "tpu_dist all_reduce" in lines[0], out[-4000:]
-    assert "did not take part" in lines[0] and "ranks that did not reach it: [1]" in lines[0], lines
-    assert _after_seconds(out) < 6 + 5, out[-4000:]
+    assert len(lines) == nproc - 1, out[-4000:]
+    for line in lines:
+        assert "RAISED" in line and "tpu_dist all_reduce" in line, lines
+        assert "did not take part" in line and "ranks that did not reach it: [1]" in line, lines
+    for after in re.findall(r"AFTER ([0-9.]+)s", out):
+        assert float(after) < 6 + 5, out[-4000:]
 
 
 def test_absent_rank_makes_others_raise_within_the_timeout():

@@ -7,10 +7,11 @@ import pytest
 from dist_launch import run_ok
 
 
-@pytest.mark.parametrize("reshard,tie,precision,mode", [
-    ("1", "untied", "fp32", "strict"),
-    ("0", "tied", "fp32", "fused"),
-    ("1", "tied", "bf16", "strict"),  # MixedPrecisionPolicy: bf16 parameters, fp32 reduce
+@pytest.mark.parametrize("reshard,tie,precision,mode,nproc", [
+    ("1", "untied", "fp32", "strict", 2),
+    ("0", "tied", "fp32", "fused", 2),
+    ("1", "tied", "bf16", "strict", 2),  # MixedPrecisionPolicy: bf16 parameters, fp32 reduce
+    ("1", "untied", "fp32", "strict", 4),
 ])
-def test_fsdp2_matches_gloo(reshard, tie, precision, mode):
-    run_ok("fsdp.py", reshard, tie, precision, env={"TORCH_TPU_EAGER_MODE": mode})
+def test_fsdp2_matches_gloo(reshard, tie, precision, mode, nproc):
+    run_ok("fsdp.py", reshard, tie, precision, nproc=nproc, env={"TORCH_TPU_EAGER_MODE": mode})
