@@ -67,4 +67,7 @@ def assert_reduced(name, got, want, world):
 
 
 def report(rank, cases):
+    """Prints the line dist_launch.run_ok looks for, once nothing this rank
+    ran on tpu fell back to the CPU."""
+    assert not torch_tpu.fallback_ops(), f"rank {rank}: CPU fallbacks {torch_tpu.fallback_ops()}"
     print(f"rank {rank}: {cases} cases passed", flush=True)
