@@ -1,5 +1,5 @@
 """FSDP2 (fully_shard) on tpu against the same FSDP2 run on CPU tensors
-over gloo.
+over gloo and (fp32) against one CPU process training on the full batch.
 
 A small transformer-like model (embedding, pre-norm MLP blocks with
 LayerNorm, a tied or untied head) trains for a few AdamW steps, each step
@@ -99,6 +99,28 @@ def train(mesh, device, bf16):
     return losses, grads, params, init
 
 
+def one_process():
+    """The same training in one process on the full batch (every rank's
+    micro-batches side by side): per-step losses and final parameters."""
+    torch.manual_seed(0)
+    model = Model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+    gens = [torch.Generator().manual_seed(1 + r) for r in range(world)]
+    losses = []
+    for _ in range(STEPS):
+        total = 0
+        for _micro in range(2):
+            tokens = torch.cat([torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g) for g in gens])
+            logits = model(tokens[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1)) / 2
+            loss.backward()
+            total = total + loss.detach()
+        opt.step()
+        opt.zero_grad()
+        losses.append(total)
+    return losses, {n: p.detach() for n, p in model.named_parameters()}
+
+
 tpu_mesh = init_device_mesh("tpu", (world,))
 assert tpu_mesh.get_group().group_name == dist.group.WORLD.group_name
 cpu_mesh = DeviceMesh.from_group(gloo, "cpu")
@@ -116,6 +138,16 @@ if not bf16:
         torch.testing.assert_close(got_grads[name], want_grads[name], **close, msg=lambda m: f"{name} grad: {m}")
         torch.testing.assert_close(got[name], want[name], **close, msg=lambda m: f"{name}: {m}")
         cases += 2
+    # One CPU process on the full batch: the ranks' mean loss and the parameters.
+    single_losses, single = one_process()
+    mean_losses = torch.stack(got_losses)
+    dist.all_reduce(mean_losses, group=gloo)
+    mean_losses /= world
+    torch.testing.assert_close(mean_losses, torch.stack(single_losses), **close,
+                               msg=lambda m: f"mean loss against one process: {m}")
+    for name, w in single.items():
+        torch.testing.assert_close(got[name], w, **close, msg=lambda m: f"{name} against one process: {m}")
+    cases += 1 + len(single)
 else:
     # bf16 rounds differently in XLA and in PyTorch's CPU kernels, and
     # AdamW's normalised steps turn rounding in a near-zero gradient into a
