@@ -111,9 +111,22 @@ for op in (R.SUM, R.MIN, R.MAX):
     dist.all_reduce(c, op=op)
     dist.all_reduce(d, op=op)
     check(f"all_reduce bool {op}", d, c)
-# an empty message
+# an empty message, reduced and gathered
 e = torch.empty(0, device=TPU)
 dist.all_reduce(e)
+dist.all_gather([torch.empty(0, device=TPU) for _ in range(world)], e)
+dist.all_gather_into_tensor(torch.empty(0, device=TPU), e)
+# all_gather_into_tensor coalesced (one packed all_gather), small and past the room
+xs = [values(n, torch.float32, seed=rank + 3) for n in (5, 300_000)]
+want = [torch.empty(world * x.numel()) for x in xs]
+for w, x in zip(want, xs):
+    dist.all_gather_into_tensor(w, x)
+got = [torch.empty(world * x.numel(), device=TPU) for x in xs]
+with dist._coalescing_manager(device=TPU):
+    for g, x in zip(got, xs):
+        dist.all_gather_into_tensor(g, x.to(TPU))
+for i, (g, w) in enumerate(zip(got, want)):
+    check(f"all_gather_into_tensor coalesced #{i}", g, w)
 dist.barrier()
 
 report(rank, cases)

@@ -15,6 +15,7 @@ bool host_reducible(const c10d::ReduceOp& op) {
 }
 
 at::Tensor row_data(const at::Tensor& rows, int r, at::ScalarType dtype, int64_t numel) {
+  if (numel == 0) return at::empty({0}, rows.options().dtype(dtype));  // rows may be [world, 0]
   const int64_t esize = static_cast<int64_t>(c10::elementSize(dtype));
   TORCH_CHECK(numel * esize <= rows.size(1), "tpu_dist: inline data past its slot");
   return rows[r].narrow(0, 0, numel * esize).view(dtype);

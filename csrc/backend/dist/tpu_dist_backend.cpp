@@ -128,6 +128,14 @@ std::function<void(const at::Tensor& rows)> TpuDistBackend::reduce_blocks(const 
 
 WorkPtr TpuDistBackend::gather_blocks(const at::Tensor& mine, at::Tensor& out,
                                       std::chrono::milliseconds timeout) const {
+  c10d::AllToAllOptions o;
+  o.timeout = timeout;
+  if (mine.numel() == 0) {  // nothing to send: gloo's all_gather handles empty tensors
+    c10d::AllgatherOptions ao;
+    ao.timeout = timeout;
+    at::Tensor in = mine;
+    return gloo_->_allgather_base(out, in, ao);
+  }
   const int world = getSize();
   const int64_t block = static_cast<int64_t>(mine.nbytes());
   at::Tensor in = pooled_host_tensor({world * block}, at::kByte);
@@ -135,8 +143,6 @@ WorkPtr TpuDistBackend::gather_blocks(const at::Tensor& mine, at::Tensor& out,
   for (int j = 0; j < world; ++j) std::memcpy(dst + j * block, mine.const_data_ptr(), block);
   at::Tensor received = out.view({-1}).view(at::kByte);
   std::vector<int64_t> even;
-  c10d::AllToAllOptions o;
-  o.timeout = timeout;
   return gloo_->alltoall_base(received, in, even, even, o);  // its Work keeps both tensors
 }
 
@@ -324,8 +330,10 @@ WorkPtr TpuDistBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
     for (size_t r = 0; r < outs.size(); ++r)
       outs[r].view({-1}).copy_(row_data(rows, static_cast<int>(r), outs[r].scalar_type(), outs[r].numel()));
   };
-  auto o = opts;
-  return run(std::move(p), [&] { return gloo_->allgather(outs, in, o); });
+  // Larger: one all_to_all into a packed buffer, then each rank's part out.
+  at::Tensor packed = pooled_host_tensor({getSize() * in[0].numel()}, in[0].scalar_type());
+  p.unpack = [packed, world = getSize(), local = p.local] { local(byte_rows(packed, world)); };
+  return run(std::move(p), [&] { return gather_blocks(in[0], packed, opts.timeout); });
 }
 
 WorkPtr TpuDistBackend::_allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
@@ -397,8 +405,7 @@ WorkPtr TpuDistBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>&
       offset += numels[i];
     }
   };
-  auto o = opts;
-  return run(std::move(p), [&] { return gloo_->_allgather_base(out, in, o); });
+  return run(std::move(p), [&] { return gather_blocks(in, out, opts.timeout); });
 }
 
 WorkPtr TpuDistBackend::gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
