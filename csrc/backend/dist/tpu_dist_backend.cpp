@@ -37,6 +37,13 @@ int64_t next_capacity(int64_t block_bytes, int64_t limit) {
   return std::max(kMinInlineBytes, (block_bytes + 7) / 8 * 8);
 }
 
+// Host form of a reduction whose blocks are each rank's share: this rank's
+// result block is the reduction of the rows (one block per rank,
+// `out.numel()` elements each) into `out`.
+std::function<void(const at::Tensor& rows)> reduce_blocks(const c10d::ReduceOp& op, at::Tensor out) {
+  return [out, op](const at::Tensor& rows) mutable { reduce_rows(rows, op, out); };
+}
+
 // `t` (contiguous) as bytes, [rows, -1].
 at::Tensor byte_rows(const at::Tensor& t, int64_t rows) {
   return t.view({-1}).view(at::kByte).view({rows, -1});
@@ -121,15 +128,8 @@ int64_t TpuDistBackend::replicated_inline_limit() const {
   return std::clamp(kMaxReplicatedReceiveBytes / getSize(), kMinInlineBytes, kMaxInlineBytes);
 }
 
-std::function<void(const at::Tensor& rows)> TpuDistBackend::reduce_blocks(const c10d::ReduceOp& op,
-                                                                          at::Tensor out) const {
-  return [out, op](const at::Tensor& rows) mutable { reduce_rows(rows, op, out); };
-}
-
 WorkPtr TpuDistBackend::gather_blocks(const at::Tensor& mine, at::Tensor& out,
                                       std::chrono::milliseconds timeout) const {
-  c10d::AllToAllOptions o;
-  o.timeout = timeout;
   if (mine.numel() == 0) {  // nothing to send: gloo's all_gather handles empty tensors
     c10d::AllgatherOptions ao;
     ao.timeout = timeout;
@@ -143,6 +143,8 @@ WorkPtr TpuDistBackend::gather_blocks(const at::Tensor& mine, at::Tensor& out,
   for (int j = 0; j < world; ++j) std::memcpy(dst + j * block, mine.const_data_ptr(), block);
   at::Tensor received = out.view({-1}).view(at::kByte);
   std::vector<int64_t> even;
+  c10d::AllToAllOptions o;
+  o.timeout = timeout;
   return gloo_->alltoall_base(received, in, even, even, o);  // its Work keeps both tensors
 }
 

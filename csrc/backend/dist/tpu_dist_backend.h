@@ -113,10 +113,6 @@ class TpuDistBackend : public c10d::Backend {
   // The largest message worth sending whole to every rank in the exchange
   // (broadcast): every rank receives world x the message.
   int64_t replicated_inline_limit() const;
-  // Host form of a reduction whose blocks are each rank's share: this
-  // rank's result block is the reduction of `rows` (one block per rank,
-  // `out.numel()` elements each) into `out`.
-  std::function<void(const at::Tensor& rows)> reduce_blocks(const c10d::ReduceOp& op, at::Tensor out) const;
   // A reduce_scatter with a host form: `packed` holds this rank's input,
   // block j for rank j (contiguous, world x `out`); `out` gets this rank's
   // reduced block.
