@@ -12,7 +12,7 @@ import torch
 import torch_tpu
 from torch_tpu import _C
 
-MODES = ("eager", "fused", "graph")
+MODES = ("eager", "fused", "graph", "collective")
 
 
 def _modes():

@@ -338,3 +338,20 @@ def test_inputs_from_fused_eager_and_results_feed_ops():
         got = [g - 1 for g in got]
     want = [w - 1 for w in gloo_all_reduce([x * 2 + 1 for x in xs], "max")]
     assert_results(got, want)
+
+
+@on_four
+def test_programs_live_in_the_one_program_cache():
+    # An spmd collective is compiled once per program text and device list, by
+    # the program runner, and counted under cache_info()["modes"]["collective"].
+    xs = make_inputs((7, 3), torch.float32)
+    before = torch_tpu.cache_info()["modes"]["collective"]
+    spmd_all_reduce(to_devices(xs), op=dist.ReduceOp.SUM)
+    mid = torch_tpu.cache_info()["modes"]["collective"]
+    got = spmd_all_reduce(to_devices(xs), op=dist.ReduceOp.SUM)
+    after = torch_tpu.cache_info()["modes"]["collective"]
+    assert mid["misses"] == before["misses"] + 1 and mid["entries"] == before["entries"] + 1
+    assert after["hits"] == mid["hits"] + 1 and after["misses"] == mid["misses"]
+    assert_results(got, gloo_all_reduce(xs, "sum"))
+    torch_tpu.cache_clear()
+    assert torch_tpu.cache_info()["modes"]["collective"]["entries"] == 0

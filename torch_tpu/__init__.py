@@ -99,7 +99,8 @@ def cache_info():
     hits, misses, entries, evictions; compiles and compile_seconds count XLA
     compilations. The same counters per mode are under "modes": "eager"
     (one op), "fused" (a fused eager cluster), "graph" (a torch.compile
-    graph); the top-level ones are their sums. donated counts the input
+    graph), "collective" (a program over several devices, such as an
+    in-process collective); the top-level ones are their sums. donated counts the input
     buffers that programs updated in place (buffer donation), donation_copies
     the ones they had to copy because another tensor still held the
     buffer. Persistent compile cache (this

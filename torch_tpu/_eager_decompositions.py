@@ -3,7 +3,7 @@ PyTorch's own decomposition of it (torch._decomp's table, the one
 torch.compile uses) op by op on tpu, instead of on the CPU, when every op
 that decomposition expands to runs natively on tpu.
 
-The CPU fallback kernel (csrc/backend/cpu_fallback.cpp) offers each call to
+The CPU fallback kernel (csrc/backend/pipeline/cpu_fallback.cpp) offers each call to
 `handle`, which decides once per (op, argument signature):
 
 1. the op's meta kernel runs on meta copies of the arguments, so arguments

@@ -3,7 +3,7 @@
 A tpu stream orders completion only: PJRT runs programs in the order of their
 data dependencies and buffers never change, so work on two streams can never
 read a half-written tensor. An event marks "all work enqueued on the stream so
-far has completed" (csrc/backend/stream_events.h); waiting on an event blocks
+far has completed" (csrc/backend/device/stream_events.h); waiting on an event blocks
 the caller only, and a stream's wait_event blocks nobody. Both classes are
 torch.Stream / torch.Event underneath, so the device-generic API
 (torch.Stream(device="tpu"), torch.Event(device="tpu"), torch.accelerator)

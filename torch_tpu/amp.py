@@ -3,7 +3,7 @@
 torch.autocast("tpu", dtype=...) and torch.amp.GradScaler("tpu") are the
 primary spellings; these exist so that code written against torch.cuda.amp
 ports by renaming the module. The op policy (which ops run in the low-precision
-dtype and which in float32) is CUDA's; it is registered in csrc/backend/autocast.cpp.
+dtype and which in float32) is CUDA's; it is registered in csrc/backend/aten/autocast.cpp.
 """
 import torch
 

@@ -18,7 +18,7 @@
 #include <ctime>
 #include <vector>
 
-#include "runtime/runtime.h"
+#include "runtime/error.h"
 
 namespace tt::runtime {
 namespace detail {

@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "runtime/pjrt_abi.h"
-#include "runtime/runtime.h"
+#include "runtime/error.h"
 
 namespace tt::runtime {
 namespace {
@@ -87,7 +87,8 @@ PJRT_Error* KvPut(PJRT_KeyValuePutCallback_Args* args) {
 
 void SetClientKeyValueStore(std::shared_ptr<KeyValueStore> store) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_client_starting || Runtime::IsInitialized())
+  // Every client is created after BeginClientCreate, so this also covers a started one.
+  if (g_client_starting)
     throw Error(9, "the PJRT client has already been started; register its key-value store before the first tpu "
                    "tensor or device query");
   g_store = std::move(store);

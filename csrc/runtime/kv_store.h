@@ -2,7 +2,7 @@
 // (PJRT_Client_Create's kv_get / kv_try_get / kv_put callbacks). libtpu and
 // the CUDA plugin exchange topology through it; the CPU plugin ignores it.
 // Knows nothing of PyTorch: the backend adapts a c10d::Store to this
-// interface (backend/dist/pjrt_store.cpp).
+// interface (backend/distributed/pjrt_store.cpp).
 #pragma once
 
 #include <chrono>

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/error.h"
+
 namespace tt::runtime {
 
 // PJRT's own element-type numbering (PJRT_Buffer_Type), not xla::PrimitiveType.
@@ -21,19 +23,6 @@ enum class ElementType : int32_t {
 };
 size_t element_size(ElementType t);
 const char* element_name(ElementType t);
-
-// A PJRT error (or a loader refusal). `code` is PJRT_Error_Code (absl status
-// numbering: 3 invalid argument, 8 resource exhausted, 12 unimplemented, ...);
-// loader problems use code 5 (not found) or 9 (failed precondition).
-class Error : public std::runtime_error {
- public:
-  Error(int code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
-  int code() const { return code_; }
-  bool out_of_memory() const { return code_ == 8; }
- private:
-  int code_;
-};
 
 // Which plugin to load, decided by the loader (see plugin_loader.cpp):
 // TORCH_TPU_PJRT_PLUGIN, then TORCH_TPU_PLATFORM, then libtpu when a TPU is

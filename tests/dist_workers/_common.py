@@ -54,7 +54,7 @@ def assert_reduced(name, got, want, world):
     """A reduction's result: over 2 ranks, or for integer and bool dtypes,
     exactly gloo's. Float sums and products over more ranks may differ in
     the last bits: tpu_dist combines small messages on each host in rank
-    order (csrc/backend/dist/inline_collectives.h), gloo in its ring's
+    order (csrc/backend/distributed/inline_collectives.h), gloo in its ring's
     order."""
     if world <= 2 or not want.dtype.is_floating_point:
         return assert_same(name, got, want)

@@ -1,4 +1,4 @@
-"""Small collectives that ride in the agreement exchange (csrc/backend/dist/
+"""Small collectives that ride in the agreement exchange (csrc/backend/distributed/
 inline_collectives.h) and the sizes around its capacity (64 KiB, and up to
 1 MiB once a collective of that size ran), against gloo on CPU tensors.
 Integer-valued floats keep sums exact in any order, so every result must

@@ -7,7 +7,7 @@ so each of these works under ``torchrun``::
     dist.init_process_group()                       # the default for tpu
     dist.init_process_group("cpu:gloo,tpu:tpu_dist")
 
-The backend is C++ (``csrc/backend/dist``). On XLA's CPU plugin, which cannot
+The backend is C++ (``csrc/backend/distributed``). On XLA's CPU plugin, which cannot
 run collectives between processes, it carries each collective over a gloo
 backend created on the same store, with host copies: the tpu values are read
 to the host, gloo reduces or moves them, and the results are written back into
@@ -42,7 +42,7 @@ from .spmd import (
 
 BACKEND_NAME = "tpu_dist"
 # Store keys of the inner gloo transport, and the records of failed
-# collectives (csrc/backend/dist/missing_ranks.h), live under these
+# collectives (csrc/backend/distributed/missing_ranks.h), live under these
 # prefixes, apart from any other backend of the same group.
 _GLOO_PREFIX = "tpu_dist_gloo/"
 _STATUS_PREFIX = "tpu_dist_status/"

@@ -1,7 +1,7 @@
 // Mixed-precision loss scaling (torch.amp.GradScaler): the functional forms of
 // _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_. The
 // in-place and out= forms mutate two arguments, which the generic in-place
-// path (it writes argument 0) cannot express; csrc/backend/amp_inplace.cpp
+// path (it writes argument 0) cannot express; csrc/backend/aten/amp_inplace.cpp
 // runs these rules and writes both results back.
 #include <limits>
 

@@ -2,7 +2,7 @@
 //
 // scaled_dot_product_attention on tpu reaches
 // _scaled_dot_product_flash_attention_for_cpu (see
-// backend/attention_choice.cpp for why that op):
+// backend/aten/attention_choice.cpp for why that op):
 //   query (B, Hq, L, E), key (B, Hk, S, E), value (B, Hk, S, Ev),
 //   attn_mask broadcastable to (B, Hq, L, S): additive (float) or keep (bool),
 //   is_causal: keep s <= l (the top-left aligned lower triangle PyTorch uses),

@@ -2,7 +2,7 @@
 // functional forms: _fused_adam, _fused_adamw and _fused_sgd, each with a
 // float lr (.default) or a Tensor lr (.tensor_lr). The in-place forms mutate
 // several tensor lists, which the generic in-place path (it writes argument
-// 0) cannot express; csrc/backend/fused_optim_inplace.cpp runs these rules
+// 0) cannot express; csrc/backend/aten/fused_optim_inplace.cpp runs these rules
 // and writes every result back.
 //
 // Per parameter, as PyTorch's fused kernels: compute in the opmath type (f32
