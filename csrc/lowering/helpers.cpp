@@ -167,7 +167,7 @@ std::string matmul_precision() {
   }
 }
 
-DType acc_dtype(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
+DType compute_dtype(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 std::vector<int64_t> reduction_dims(const Arg& dim, int64_t rank) {
   std::vector<int64_t> dims;

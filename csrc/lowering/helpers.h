@@ -61,9 +61,10 @@ enum class MatmulPrecision { Highest = 0, High = 1, Medium = 2 };
 void set_matmul_precision(MatmulPrecision p);
 std::string matmul_precision();
 
-// The dtype a reduction or matmul accumulates in: f16/bf16 -> f32 (PyTorch's
-// CPU opmath type), others unchanged.
-DType acc_dtype(DType t);
+// The dtype an op computes or accumulates in: f16/bf16 -> f32 (PyTorch's
+// opmath type), others unchanged. The one helper for this rule: every rule
+// that upcasts half types calls it.
+DType compute_dtype(DType t);
 
 // The dims a reduction runs over: a None or empty `int[]?` argument means all
 // dims; otherwise the wrapped dims. A 0-d input reduces over nothing.

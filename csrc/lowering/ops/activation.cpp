@@ -22,7 +22,6 @@ constexpr double kSqrt1_2 = 0.70710678118654752440;   // M_SQRT1_2
 constexpr double k2_SqrtPi = 1.12837916709551257390;  // M_2_SQRTPI
 constexpr double kSqrt2 = 1.41421356237309504880;     // M_SQRT2
 
-DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
 Value zeros(Builder& b, Value like) { return full_like(b, like, 0); }
 Value is_nan(Builder& b, Value x) { return b.compare(x, x, Cmp::NE); }
@@ -39,7 +38,7 @@ Inputs inputs(Builder& b, const Args& a, const Context& c, bool integers_ok = fa
   const Type& out = c.out();
   if (out.dtype == DType::Pred || (!integers_ok && !is_float(out.dtype)))
     throw LoweringError(c.op + ": unsupported type " + hlo::mlir_name(out.dtype));
-  Inputs in{upcast(out.dtype), {}};
+  Inputs in{compute_dtype(out.dtype), {}};
   for (const Arg& x : a) {
     if (x.is_tensor() || x.kind == Arg::Kind::Scalar) in.v.push_back(cast_to(b, x.value(), in.ct, out.shape));
     else in.v.push_back(Value{});
@@ -266,14 +265,14 @@ Value shrink_band(Builder& b, Value x, Value lambd) {
 
 TT_RULE({"aten::hardshrink"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  Value x = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value x = cast_to(b, a[0].value(), compute_dtype(out.dtype), out.shape);
   Value l = cast_to(b, a[1].value(), x.dtype(), out.shape);
   return Values{b.convert(b.select(shrink_band(b, x, l), b.mul(x, cst(b, x, 0)), x), out.dtype)};
 });
 
 TT_RULE({"aten::softshrink"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  Value x = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value x = cast_to(b, a[0].value(), compute_dtype(out.dtype), out.shape);
   Value l = cast_to(b, a[1].value(), x.dtype(), out.shape);
   Value r = b.select(b.compare(x, l, Cmp::GT), b.sub(x, l),
                      b.select(b.compare(x, b.neg(l), Cmp::LT), b.add(x, l), b.mul(x, cst(b, x, 0))));
@@ -283,7 +282,7 @@ TT_RULE({"aten::softshrink"}, [](Builder& b, const Args& a, const Context& c) {
 // hardshrink_backward / softshrink_backward(grad, self, lambd): grad outside the band.
 TT_RULE({"aten::hardshrink_backward", "aten::softshrink_backward"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  Value g = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value g = cast_to(b, a[0].value(), compute_dtype(out.dtype), out.shape);
   Value x = cast_to(b, a[1].value(), g.dtype(), out.shape);
   Value l = cast_to(b, a[2].value(), g.dtype(), out.shape);
   return Values{b.convert(b.select(shrink_band(b, x, l), cst(b, g, 0), g), out.dtype)};
@@ -292,7 +291,7 @@ TT_RULE({"aten::hardshrink_backward", "aten::softshrink_backward"}, [](Builder& 
 // d/dx log(sigmoid(x)) = sigmoid(-x); the CPU's `buffer` argument is not needed.
 TT_RULE({"aten::log_sigmoid_backward"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value g = cast_to(b, a[0].value(), ct, out.shape);
   Value x = cast_to(b, a[1].value(), ct, out.shape);
   return Values{b.convert(b.mul(g, b.unary("stablehlo.logistic", b.neg(x))), out.dtype)};
@@ -303,7 +302,7 @@ TT_RULE({"aten::log_sigmoid_backward"}, [](Builder& b, const Args& a, const Cont
 // does not read it.
 TT_RULE({"aten::log_sigmoid_forward"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = cast_to(b, a[0].value(), ct, out.shape);
   Value r = b.sub(b.min(x, cst(b, x, 0)), b.unary("stablehlo.log_plus_one", b.exp(b.neg(b.abs(x)))));
   r = b.select(is_nan(b, x), x, r);
@@ -313,7 +312,7 @@ TT_RULE({"aten::log_sigmoid_forward"}, [](Builder& b, const Args& a, const Conte
 // _prelu_kernel(self, weight): weight already broadcasts against self.
 TT_RULE({"aten::_prelu_kernel"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = cast_to(b, a[0].value(), ct, out.shape);
   Value w = cast_to(b, a[1].value(), ct, out.shape);
   return Values{b.convert(b.select(b.compare(x, cst(b, x, 0), Cmp::GT), x, b.mul(w, x)), out.dtype)};
@@ -334,7 +333,7 @@ TT_RULE({"aten::_prelu_kernel_backward"}, [](Builder& b, const Args& a, const Co
   const Type& gx_t = c.out(0);
   const Type& gw_t = c.out(1);
   Shape full = broadcast_shapes({a[1].value().shape(), a[2].value().shape()});
-  DType ct = upcast(gx_t.dtype);
+  DType ct = compute_dtype(gx_t.dtype);
   Value g = cast_to(b, a[0].value(), ct, full);
   Value x = cast_to(b, a[1].value(), ct, full);
   Value w = cast_to(b, a[2].value(), ct, full);
@@ -360,7 +359,7 @@ TT_RULE({"aten::glu"}, [](Builder& b, const Args& a, const Context& c) {
   int64_t dim = wrap_dim(a[1].i, x.rank());
   if (x.shape()[dim] % 2) throw std::runtime_error("Halving dimension must be even, but dimension " +
                                                    std::to_string(dim) + " is size " + std::to_string(x.shape()[dim]));
-  DType ct = upcast(c.out().dtype);
+  DType ct = compute_dtype(c.out().dtype);
   auto [p, q] = halves(b, b.convert(x, ct), dim);
   // The CPU kernel rounds sigmoid(b) to the tensor's dtype before the product.
   Value s = b.convert(b.convert(b.unary("stablehlo.logistic", q), c.out().dtype), ct);
@@ -371,7 +370,7 @@ TT_RULE({"aten::glu"}, [](Builder& b, const Args& a, const Context& c) {
 TT_RULE({"aten::glu_backward"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[1].value();
   int64_t dim = wrap_dim(a[2].i, x.rank());
-  DType ct = upcast(c.out().dtype);
+  DType ct = compute_dtype(c.out().dtype);
   Value g = b.convert(a[0].value(), ct);
   auto [p, q] = halves(b, b.convert(x, ct), dim);
   Value s = b.unary("stablehlo.logistic", q);
@@ -389,7 +388,7 @@ TT_RULE({"aten::rrelu_with_noise_functional"}, [](Builder& b, const Args& a, con
   if (a[4].b) throw LoweringError("rrelu_with_noise in training mode draws its noise in place");
   Value x = a[0].value();
   const Type& o = c.out();
-  DType ct = upcast(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Value slope = b.div(b.add(b.convert(a[2].value(), DType::F64), b.convert(a[3].value(), DType::F64)),
                       b.constant(2, DType::F64));
   Value xc = b.convert(x, ct);
@@ -402,7 +401,7 @@ TT_RULE({"aten::rrelu_with_noise_functional"}, [](Builder& b, const Args& a, con
 //                           self_is_result)
 TT_RULE({"aten::rrelu_with_noise_backward"}, [](Builder& b, const Args& a, const Context& c) {
   Value g = a[0].value(), x = a[1].value();
-  DType ct = upcast(g.dtype());
+  DType ct = compute_dtype(g.dtype());
   Value gc = b.convert(g, ct), xc = b.convert(x, ct);
   double lower = host_scalar(a[3]), upper = host_scalar(a[4]);
   if (a[5].b && upper - lower > 1e-6)

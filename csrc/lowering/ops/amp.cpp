@@ -38,7 +38,7 @@ TT_RULE({"aten::_amp_foreach_non_finite_check_and_unscale"}, [](Builder& b, cons
   for (size_t i = 0; i < grads.size(); ++i) {
     Value g = grads[i];
     if (!hlo::is_float(g.dtype())) throw LoweringError("GradScaler can only unscale floating-point gradients");
-    DType t = acc_dtype(g.dtype());
+    DType t = compute_dtype(g.dtype());
     Value s = b.broadcast_to(b.reshape(b.convert(inv_scale, t), {}), g.shape());
     out.push_back(b.convert(b.mul(b.convert(g, t), s), c.out(i).dtype));
     finite = b.and_(finite, all_finite(b, g));

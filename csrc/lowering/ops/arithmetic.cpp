@@ -8,7 +8,6 @@ namespace {
 
 // Half-precision results compute in f32 and round once, as PyTorch's CPU
 // kernels do (a Python scalar then keeps its f32 value).
-DType opmath(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 // self + alpha * other (alpha is a runtime Scalar; absent for mul/div).
 Value scaled(Builder& b, Value other, const Arg& alpha) {
@@ -17,7 +16,7 @@ Value scaled(Builder& b, Value other, const Arg& alpha) {
 }
 
 Values add_like(Builder& b, const Args& a, const Context& c, bool subtract) {
-  DType t = opmath(c.out().dtype);
+  DType t = compute_dtype(c.out().dtype);
   return {elementwise(b, {&a[0], &a[1]}, c.out(), [&](Builder& b, const Values& x) {
     Value rhs = a.size() > 2 ? scaled(b, x[1], a[2]) : x[1];
     return subtract ? b.sub(x[0], rhs) : b.add(x[0], rhs);
@@ -37,7 +36,7 @@ TT_RULE({"aten::sub.Tensor", "aten::sub.Scalar", "aten::rsub.Tensor", "aten::rsu
         });
 
 TT_RULE({"aten::mul.Tensor", "aten::mul.Scalar"}, [](Builder& b, const Args& a, const Context& c) {
-  DType t = opmath(c.out().dtype);
+  DType t = compute_dtype(c.out().dtype);
   return Values{elementwise(b, {&a[0], &a[1]}, c.out(), [&](Builder& b, const Values& x) {
     return t == DType::Pred ? b.and_(x[0], x[1]) : b.mul(x[0], x[1]);
   }, t)};
@@ -66,7 +65,7 @@ Value float_floor_div(Builder& b, Value x, Value y) {
 Values div_rule(Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
   std::string mode = a.size() > 2 && a[2].kind == Arg::Kind::String ? a[2].s : "";
-  DType compute = mode.empty() ? opmath(out.dtype) : opmath(promote({&a[0], &a[1]}));
+  DType compute = mode.empty() ? compute_dtype(out.dtype) : compute_dtype(promote({&a[0], &a[1]}));
   if (mode.empty()) {
     return {elementwise(b, {&a[0], &a[1]}, out, [](Builder& b, const Values& x) {
       return b.div(x[0], x[1]);

@@ -19,7 +19,6 @@ std::vector<int64_t> iota_vec(int64_t from, int64_t to) {
 }
 
 // Half types convolve in f32 (PyTorch's CPU kernels accumulate in f32).
-DType conv_compute(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 std::vector<int64_t> expand_param(const std::vector<int64_t>& v, size_t n) {
   if (v.size() == n) return v;
@@ -131,7 +130,7 @@ TT_RULE({"aten::convolution_overrideable"}, [](Builder& b, const Args& a, const 
   // PyTorch has no meta kernel for this hook, so the result type is derived
   // here (the public conv ops have already checked the shapes).
   DType out_dtype = x.dtype();
-  DType ct = conv_compute(out_dtype);
+  DType ct = compute_dtype(out_dtype);
   if (p.transposed)
     for (size_t k = 0; k < nsp; ++k)
       if (p.output_padding[k] >= p.stride[k] && p.output_padding[k] >= p.dilation[k])
@@ -152,7 +151,7 @@ TT_RULE({"aten::convolution_backward_overrideable"}, [](Builder& b, const Args& 
   size_t nsp = x.rank() - 2;
   ConvParams p = conv_params(a, 3, nsp);
   const auto& mask = a[9].bools;
-  DType ct = conv_compute(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Value gc = b.convert(g, ct), xc = b.convert(x, ct), wc = b.convert(w, ct);
   Values out(3);
   if (mask.size() > 0 && mask[0]) {
@@ -213,7 +212,7 @@ TT_RULE({"aten::max_pool2d_with_indices"}, [](Builder& b, const Args& a, const C
   int64_t W = s.back();
   Type it{DType::S64, s};
   Value flat_index = b.add(b.mul(b.iota(it, x.rank() - 2), b.constant_int(W, DType::S64, s)), b.iota(it, x.rank() - 1));
-  DType ct = conv_compute(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Value xv = b.convert(x, ct);
   Value init_v = b.constant(-std::numeric_limits<double>::infinity(), ct);
   Value init_i = b.constant_int(std::numeric_limits<int64_t>::max(), DType::S64);
@@ -241,7 +240,7 @@ TT_RULE({"aten::max_pool2d_with_indices_backward"}, [](Builder& b, const Args& a
   for (int64_t d = 0; d < x.rank() - 2; ++d) planes *= s[d];
   int64_t plane = s[x.rank() - 2] * s[x.rank() - 1];
   int64_t L = g.type.numel() / std::max<int64_t>(planes, 1);
-  DType ct = conv_compute(g.dtype());
+  DType ct = compute_dtype(g.dtype());
   Value gr = b.reshape(b.convert(g, ct), {planes, L});
   Value ir = b.reshape(b.convert(idx, DType::S64), {planes, L, 1});
   Value rows = b.reshape(b.iota(Type{DType::S64, {planes, L}}, 0), {planes, L, 1});
@@ -278,7 +277,7 @@ TT_RULE({"aten::avg_pool2d"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   const Shape& os = c.out().shape;
   Pool p = pool_geometry(x.shape(), os, a[1].ints, a[2].ints, a[3].ints, {});
-  DType ct = conv_compute(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Value sum = b.reduce_window({b.convert(x, ct)}, {b.constant(0, ct)}, p.window, p.strides,
                               std::vector<int64_t>(x.rank(), 1), p.dilation, p.pads,
                               [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
@@ -292,7 +291,7 @@ TT_RULE({"aten::avg_pool2d_backward"}, [](Builder& b, const Args& a, const Conte
   Value g = a[0].value(), x = a[1].value();
   const Shape& os = g.shape();
   Pool p = pool_geometry(x.shape(), os, a[2].ints, a[3].ints, a[4].ints, {});
-  DType ct = conv_compute(g.dtype());
+  DType ct = compute_dtype(g.dtype());
   Value div = a[7].is_none() ? pool_counts(b, x.shape(), p, os, a[6].b, ct) : b.constant(a[7].i, ct, os);
   Value y = b.div(b.convert(g, ct), div);
   // Spread each window's share back: dilate by the stride, pad by the window,
@@ -369,7 +368,7 @@ TT_RULE({"aten::_adaptive_avg_pool2d"}, [](Builder& b, const Args& a, const Cont
   Value x = a[0].value();
   const Type& o = c.out();
   int64_t r = x.rank();
-  DType ct = acc_dtype(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   if (!hlo::is_float(ct)) throw LoweringError("adaptive_avg_pool2d of integers");
   int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], Oh = o.shape[r - 2], Ow = o.shape[r - 1];
   for (int64_t d = r - 3; d < r; ++d)  // PyTorch's meta kernel does not check this; its CPU kernel does
@@ -388,7 +387,7 @@ TT_RULE({"aten::_adaptive_avg_pool2d"}, [](Builder& b, const Args& a, const Cont
 TT_RULE({"aten::_adaptive_avg_pool2d_backward"}, [](Builder& b, const Args& a, const Context& c) {
   Value g = a[0].value(), x = a[1].value();
   int64_t r = x.rank();
-  DType ct = acc_dtype(g.dtype());
+  DType ct = compute_dtype(g.dtype());
   int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], Oh = g.shape()[r - 2], Ow = g.shape()[r - 1];
   if (g.type.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, c.out().dtype, x.shape())};
   auto [mh, lh] = adaptive_windows(b, H, Oh, ct);

@@ -10,13 +10,12 @@ namespace {
 
 using hlo::Cmp;
 
-DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 // _cdist_forward(x1 [.., P, M], x2 [.., R, M], p, compute_mode) -> [.., P, R].
 TT_RULE({"aten::_cdist_forward"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
   double p = a[2].d;
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   int64_t r = out.rank();
   int64_t m = a[0].value().shape().back();
   Shape s = out.shape;
@@ -56,7 +55,7 @@ TT_RULE({"aten::_pdist_forward"}, [](Builder& b, const Args& a, const Context& c
   const Type& out = c.out();
   double p = a[1].d;
   if (p < 0) throw InvalidArgument("pdist only supports non-negative p values");
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = b.convert(a[0].value(), ct);
   int64_t n = x.shape()[0], m = x.shape()[1];
   if (out.shape[0] == 0) return Values{b.constant(0, out.dtype, out.shape)};

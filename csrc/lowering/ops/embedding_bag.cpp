@@ -144,7 +144,7 @@ Values embedding_bag(Builder& b, const Args& a, const Context& c) {
   int64_t num_weights = w.shape()[0], d = w.shape()[1], num_bags = out.shape[0];
   int64_t n = a[1].value().shape()[0], k = a[2].value().shape()[0];
   Value idx = b.convert(a[1].value(), DType::S64);
-  DType t = w.dtype(), acc = acc_dtype(t);
+  DType t = w.dtype(), acc = compute_dtype(t);
   bool fast_path = mode != kMax && (t == DType::F32 || t == DType::F16 || t == DType::BF16) && padding_idx < 0 &&
                    a[0].contiguous;
   check_inputs(b, c, idx, a[2].value(), num_weights, fast_path);
@@ -212,7 +212,7 @@ Value dense_backward(Builder& b, const Context& c, Value grad, Value indices, Va
                      Value max_indices, int64_t num_weights, bool scale_grad_by_freq, int64_t mode,
                      const Arg& per_sample_weights, int64_t padding_idx) {
   const Type& out = c.out();
-  DType acc = acc_dtype(out.dtype);
+  DType acc = compute_dtype(out.dtype);
   int64_t num_bags = grad.shape()[0], d = grad.shape()[1], n = indices.type.numel();
   Shape wd{num_weights, d};
   Value g = b.convert(grad, acc);
@@ -289,7 +289,7 @@ TT_RULE({"aten::_embedding_bag_per_sample_weights_backward"}, [](Builder& b, con
   Value grad = a[0].value(), w = a[1].value();
   int64_t n = a[2].value().type.numel(), num_bags = grad.shape()[0];
   int64_t num_weights = w.shape()[0], padding_idx = a[6].i;
-  DType acc = acc_dtype(out.dtype);
+  DType acc = compute_dtype(out.dtype);
   if (n == 0 || num_bags == 0 || num_weights == 0) return Values{b.constant(0, out.dtype, out.shape)};
   Value idx = b.reshape(b.convert(a[2].value(), DType::S64), {n});
   Value bag = b.reshape(b.convert(a[4].value(), DType::S64), {n});

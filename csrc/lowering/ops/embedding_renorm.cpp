@@ -51,7 +51,7 @@ TT_RULE({"aten::embedding_renorm"}, [](Builder& b, const Args& a, const Context&
   const Type& out = c.out();
   const int64_t rows = out.shape[0], cols = out.shape[1];
   if (rows == 0 || cols == 0 || lowering::numel(indices.shape()) == 0) return Values{self};
-  DType t = acc_dtype(out.dtype);
+  DType t = compute_dtype(out.dtype);
   Value x = b.convert(self, t);
   Value norms = row_norms(b, x, a[3].d);
   Value max_norm = full_like(b, norms, a[2].d);

@@ -74,7 +74,7 @@ Values adam_step(Builder& b, const Args& a, bool decoupled) {
   Values params, grads, avgs, sqs, maxs;
   for (size_t k = 0; k < n; ++k) {
     Value p0 = a[0].tensors[k], g0 = a[1].tensors[k], m0 = a[2].tensors[k], v0 = a[3].tensors[k];
-    const DType t = acc_dtype(p0.dtype());
+    const DType t = compute_dtype(p0.dtype());
     Scaling s = scaling(b, a[13], a[14], t);
     auto c = [&](double v) { return full(b, v, t, p0.shape()); };
     Value lr = spread(b, scalar_of(b, a[6], t), p0);
@@ -129,7 +129,7 @@ TT_RULE({"aten::_fused_sgd", "aten::_fused_sgd.tensor_lr"}, [](Builder& b, const
   Values params, grads, bufs;
   for (size_t k = 0; k < n; ++k) {
     Value p0 = a[0].tensors[k], g0 = a[1].tensors[k];
-    const DType t = acc_dtype(p0.dtype());
+    const DType t = compute_dtype(p0.dtype());
     Scaling s = scaling(b, a[10], a[11], t);
     auto c = [&](double v) { return full(b, v, t, p0.shape()); };
     Value p = b.convert(p0, t), g = b.convert(g0, t);

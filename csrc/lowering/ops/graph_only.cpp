@@ -255,7 +255,7 @@ TT_PADDING({"aten::_to_copy"}, Padding::elementwise());
 // it), as PyTorch's decompositions emit it (lcm's, for one).
 TT_GRAPH_RULE({"prims::div"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  DType ct = compute_dtype(out.dtype);
   Value x = cast_to(b, a[0].value(), ct, out.shape), y = cast_to(b, a[1].value(), ct, out.shape);
   return Values{b.convert(b.div(x, y), out.dtype)};
 });
@@ -265,7 +265,7 @@ TT_GRAPH_RULE({"prims::div"}, [](Builder& b, const Args& a, const Context& c) {
 // tensor alpha.
 TT_GRAPH_RULE({"prims::fma"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = out.dtype == DType::F16 || out.dtype == DType::BF16 ? DType::F32 : out.dtype;
+  DType ct = compute_dtype(out.dtype);
   Value x = cast_to(b, a[0].value(), ct, out.shape), y = cast_to(b, a[1].value(), ct, out.shape);
   Value z = cast_to(b, a[2].value(), ct, out.shape);
   return Values{b.convert(b.add(b.mul(x, y), z), out.dtype)};

@@ -21,7 +21,6 @@ namespace tt::lowering::linalg {
 using hlo::Cmp;
 
 // f16/bf16 compute in f32.
-inline DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 inline Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 

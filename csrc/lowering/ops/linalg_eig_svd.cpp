@@ -174,7 +174,7 @@ Eigh jacobi_eigh(Builder& b, Value A) {
 // UPLO triangle of A is read.
 TT_RULE({"aten::_linalg_eigh"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& vo = c.out(0);
-  DType ct = upcast(vo.dtype);
+  DType ct = compute_dtype(vo.dtype);
   const std::string& uplo = a[1].s;
   if (uplo != "L" && uplo != "U" && uplo != "l" && uplo != "u")
     throw InvalidArgument("Expected UPLO argument to be 'L' or 'U', but got " + uplo);
@@ -297,7 +297,7 @@ Svd jacobi_svd(Builder& b, Value A, bool full, bool compute_uv) {
 // compute_uv, U and Vh are empty.
 TT_RULE({"aten::_linalg_svd"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& so = c.out(1);
-  DType ct = upcast(so.dtype);
+  DType ct = compute_dtype(so.dtype);
   bool full = a[1].b, uv = a[2].b;
   Value A = flatten_batch(b, b.convert(a[0].value(), ct));
   Svd r = jacobi_svd(b, A, full, uv);

@@ -68,7 +68,7 @@ Value reduce_prod(Builder& b, Value x, int64_t dim) {
 TT_RULE({"aten::linalg_lu_factor_ex"}, [](Builder& b, const Args& a, const Context& c) {
   if (!a[1].b) throw InvalidArgument(kNoPivot);
   const Type& lo = c.out(0);
-  Value A = flatten_batch(b, b.convert(a[0].value(), upcast(lo.dtype)));
+  Value A = flatten_batch(b, b.convert(a[0].value(), compute_dtype(lo.dtype)));
   LU f = lu_factor(b, A);
   return Values{finish(b, f.lu, lo), finish(b, f.piv, c.out(1)), finish(b, f.info, c.out(2))};
 });
@@ -76,7 +76,7 @@ TT_RULE({"aten::linalg_lu_factor_ex"}, [](Builder& b, const Args& a, const Conte
 // linalg_lu(A, *, pivot) -> (P, L, U)
 TT_RULE({"aten::linalg_lu"}, [](Builder& b, const Args& a, const Context& c) {
   if (!a[1].b) throw InvalidArgument(kNoPivot);
-  DType ct = upcast(c.out(1).dtype);
+  DType ct = compute_dtype(c.out(1).dtype);
   Value A = flatten_batch(b, b.convert(a[0].value(), ct));
   LU f = lu_factor(b, A);
   Values lu = unpack_lu(b, f.lu);
@@ -87,7 +87,7 @@ TT_RULE({"aten::linalg_lu"}, [](Builder& b, const Args& a, const Context& c) {
 // what is not unpacked comes back empty.
 TT_RULE({"aten::lu_unpack"}, [](Builder& b, const Args& a, const Context& c) {
   Value packed = a[0].value();
-  DType ct = upcast(packed.dtype());
+  DType ct = compute_dtype(packed.dtype());
   int64_t m = packed.shape()[packed.rank() - 2];
   Shape batch = batch_of(packed.shape());
   Values out(3);
@@ -120,7 +120,7 @@ Value solve_with(Builder& b, Value lu, Value perm, Value rhs, bool left, bool ad
 // linalg_lu_solve(LU, pivots, B, *, left, adjoint) -> X
 TT_RULE({"aten::linalg_lu_solve"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Shape batch = batch_of(out.shape);
   bool left = a[3].b, adjoint = a[4].b;
   Value lu = batched(b, a[0].value(), batch, ct);
@@ -133,7 +133,7 @@ TT_RULE({"aten::linalg_lu_solve"}, [](Builder& b, const Args& a, const Context& 
 // linalg_inv_ex(A, *, check_errors) -> (inverse, info)
 TT_RULE({"aten::linalg_inv_ex"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
-  Value A = flatten_batch(b, b.convert(a[0].value(), upcast(out.dtype)));
+  Value A = flatten_batch(b, b.convert(a[0].value(), compute_dtype(out.dtype)));
   LU f = lu_factor(b, A);
   Value inv = lu_solve(b, f.lu, f.perm, eye(b, A.dtype(), A.shape()), false);
   return Values{finish(b, inv, out), finish(b, f.info, c.out(1))};
@@ -144,7 +144,7 @@ TT_RULE({"aten::linalg_inv_ex"}, [](Builder& b, const Args& a, const Context& c)
 // dim, as PyTorch decides; LU, pivots and info keep A's own batch dims.
 TT_RULE({"aten::_linalg_solve_ex"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value Av = a[0].value(), Bv = a[1].value();
   bool left = a[2].b;
   Shape a_vec(Av.shape().begin(), Av.shape().end() - 1);
@@ -193,7 +193,7 @@ LU det_factor(Builder& b, const Arg& A, DType ct) {
 // _linalg_det(A) -> (result, LU, pivots)
 TT_RULE({"aten::_linalg_det"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   LU f = det_factor(b, a[0], ct);
   Value det = b.mul(reduce_prod(b, diagonal(b, f.lu), 1), pivot_sign(b, f.piv, ct));
   return Values{finish(b, det, out), finish(b, f.lu, c.out(1)), finish(b, f.piv, c.out(2))};
@@ -203,7 +203,7 @@ TT_RULE({"aten::_linalg_det"}, [](Builder& b, const Args& a, const Context& c) {
 // 0 and logabsdet -inf.
 TT_RULE({"aten::_linalg_slogdet"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out(0);
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   LU f = det_factor(b, a[0], ct);
   Value d = diagonal(b, f.lu);
   Value sign = b.mul(reduce_prod(b, b.unary("stablehlo.sign", d), 1), pivot_sign(b, f.piv, ct));
@@ -217,7 +217,7 @@ TT_RULE({"aten::_linalg_slogdet"}, [](Builder& b, const Args& a, const Context& 
 // largest s and leaves a matrix alone once its own s is reached.
 TT_RULE({"aten::linalg_matrix_exp"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value A = flatten_batch(b, b.convert(a[0].value(), ct));
   int64_t B = A.shape()[0], n = A.shape()[1];
   if (B == 0 || n == 0) return Values{finish(b, A, out)};

@@ -23,7 +23,7 @@ Value flat_vector(Builder& b, Value x, DType t) {
 // geqrf(self) -> (a, tau)
 TT_RULE({"aten::geqrf"}, [](Builder& b, const Args& a, const Context&) {
   Value A = a[0].value();
-  DType t = A.dtype(), ct = upcast(t);
+  DType t = A.dtype(), ct = compute_dtype(t);
   Shape batch = batch_of(A.shape());
   Householder h = householder_qr(b, flatten_batch(b, b.convert(A, ct)));
   Shape ts = batch;
@@ -38,7 +38,7 @@ TT_RULE({"aten::linalg_qr"}, [](Builder& b, const Args& a, const Context& c) {
     throw InvalidArgument("qr received unrecognized mode '" + mode +
                           "' but expected one of 'reduced' (default), 'r', or 'complete'");
   Value A = a[0].value();
-  DType t = c.out(1).dtype, ct = upcast(t);
+  DType t = c.out(1).dtype, ct = compute_dtype(t);
   Shape batch = batch_of(A.shape());
   Value F = flatten_batch(b, b.convert(A, ct));
   int64_t B = F.shape()[0], m = F.shape()[1], n = F.shape()[2], k = std::min(m, n);
@@ -60,7 +60,7 @@ TT_RULE({"aten::linalg_qr"}, [](Builder& b, const Args& a, const Context& c) {
 // H_0 ... H_{k-1} (LAPACK's orgqr).
 TT_RULE({"aten::linalg_householder_product"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value V = flatten_batch(b, b.convert(a[0].value(), ct));
   Value tau = flat_vector(b, a[1].value(), ct);
   Value Q = apply_q(b, V, tau, eye(b, ct, V.shape()), false);
@@ -70,7 +70,7 @@ TT_RULE({"aten::linalg_householder_product"}, [](Builder& b, const Args& a, cons
 // ormqr(self, input2 = tau, input3 = C, left, transpose): op(Q) C or C op(Q).
 TT_RULE({"aten::ormqr"}, [](Builder& b, const Args& a, const Context&) {
   Value Cv = a[2].value();
-  DType t = Cv.dtype(), ct = upcast(t);
+  DType t = Cv.dtype(), ct = compute_dtype(t);
   bool left = a[3].b, transpose = a[4].b;
   Shape batch = batch_of(Cv.shape());
   Value V = flatten_batch(b, b.convert(a[0].value(), ct));

@@ -14,7 +14,6 @@ namespace {
 
 using hlo::Cmp;
 
-DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 // The last two dims swapped.
 Value mT(Builder& b, Value x) {
@@ -57,7 +56,7 @@ Value cholesky_lower(Builder& b, Value a) {
 // linalg_solve_triangular(A, B, *, upper, left, unitriangular)
 TT_RULE({"aten::linalg_solve_triangular"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Shape batch = batch_of(out.shape);
   Value A = batch_to(b, a[0].value(), batch, ct), B = cast_to(b, a[1].value(), ct, out.shape);
   bool upper = a[2].b, left = a[3].b, unit = a[4].b;
@@ -69,7 +68,7 @@ TT_RULE({"aten::linalg_solve_triangular"}, [](Builder& b, const Args& a, const C
 TT_RULE({"aten::triangular_solve"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& xo = c.out(0);
   const Type& ao = c.out(1);
-  DType ct = upcast(xo.dtype);
+  DType ct = compute_dtype(xo.dtype);
   Value B = cast_to(b, a[0].value(), ct, xo.shape), A = cast_to(b, a[1].value(), ct, ao.shape);
   bool upper = a[2].b, transpose = a[3].b, unit = a[4].b;
   Value X = numel(xo.shape) ? tri_solve(b, A, B, true, !upper, unit, transpose) : B;
@@ -94,7 +93,7 @@ Value cholesky_info(Builder& b, Value L, const Type& info_t) {
 // linalg_cholesky_ex(A, upper, check_errors) -> (L, info)
 TT_RULE({"aten::linalg_cholesky_ex"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& lo = c.out(0);
-  Value A = b.convert(a[0].value(), upcast(lo.dtype));
+  Value A = b.convert(a[0].value(), compute_dtype(lo.dtype));
   if (numel(lo.shape) == 0) return Values{b.convert(A, lo.dtype), b.constant_int(0, c.out(1).dtype, c.out(1).shape)};
   Value L = cholesky_lower(b, A);
   Value info = cholesky_info(b, L, c.out(1));
@@ -105,7 +104,7 @@ TT_RULE({"aten::linalg_cholesky_ex"}, [](Builder& b, const Args& a, const Contex
 // cholesky(A, upper) (deprecated)
 TT_RULE({"aten::cholesky"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& lo = c.out();
-  Value A = b.convert(a[0].value(), upcast(lo.dtype));
+  Value A = b.convert(a[0].value(), compute_dtype(lo.dtype));
   if (numel(lo.shape) == 0) return Values{b.convert(A, lo.dtype)};
   Value L = cholesky_lower(b, A);
   bool upper = a.size() > 1 && a[1].b;
@@ -125,7 +124,7 @@ Value cholesky_solve_with(Builder& b, Value F, Value B, bool upper) {
 // _cholesky_solve_helper(B, factor, upper): batch dims already broadcast.
 TT_RULE({"aten::_cholesky_solve_helper"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value B = cast_to(b, a[0].value(), ct, out.shape);
   Value F = batch_to(b, a[1].value(), batch_of(out.shape), ct);
   if (numel(out.shape) == 0) return Values{b.convert(B, out.dtype)};
@@ -135,7 +134,7 @@ TT_RULE({"aten::_cholesky_solve_helper"}, [](Builder& b, const Args& a, const Co
 // cholesky_inverse(factor, upper): (L L^T)^-1.
 TT_RULE({"aten::cholesky_inverse"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value F = b.convert(a[0].value(), ct);
   if (numel(out.shape) == 0) return Values{b.convert(F, out.dtype)};
   Type it{DType::S64, out.shape};

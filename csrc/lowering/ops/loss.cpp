@@ -228,7 +228,6 @@ TT_RULE({"aten::binary_cross_entropy_backward"}, [](Builder& b, const Args& a, c
 
 // ---- margin losses ----------------------------------------------------------------------
 
-DType compute_type(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 Value k64(Builder& b, int64_t v, const Shape& s) { return b.constant_int(v, DType::S64, s); }
 
@@ -314,7 +313,7 @@ TT_RULE({"aten::multi_margin_loss"}, [](Builder& b, const Args& a, const Context
   Value x = a[0].value();
   const Type& o = c.out();
   int64_t p = margin_p(a[2]);
-  DType ct = compute_type(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   if (x.type.numel() == 0) return Values{full(b, reduction_is_mean(a[5].i) ? NAN : 0, o.dtype, o.shape)};
   MultiMargin mm = multi_margin_terms(b, x, a[1].value(), a[3], a[4], ct);
   Shape s{mm.N, mm.C};
@@ -330,7 +329,7 @@ TT_RULE({"aten::multi_margin_loss"}, [](Builder& b, const Args& a, const Context
 TT_RULE({"aten::multi_margin_loss_backward"}, [](Builder& b, const Args& a, const Context& c) {
   Value go = a[0].value(), x = a[1].value();
   int64_t p = margin_p(a[3]);
-  DType ct = compute_type(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   if (x.type.numel() == 0) return Values{full(b, 0, x.dtype(), x.shape())};
   MultiMargin mm = multi_margin_terms(b, x, a[2].value(), a[4], a[5], ct);
   Shape s{mm.N, mm.C};
@@ -385,7 +384,7 @@ TT_RULE({"aten::multilabel_margin_loss_forward"}, [](Builder& b, const Args& a, 
   Value x = a[0].value();
   const Type& o = c.out(0);
   const Type& it = c.out(1);
-  DType ct = compute_type(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   if (x.type.numel() == 0)
     return Values{full(b, reduction_is_mean(a[2].i) ? NAN : 0, o.dtype, o.shape), full(b, 0, it.dtype, it.shape)};
   MultiLabel ml = multilabel_terms(b, x, a[1].value(), ct);
@@ -398,7 +397,7 @@ TT_RULE({"aten::multilabel_margin_loss_forward"}, [](Builder& b, const Args& a, 
 // multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target)
 TT_RULE({"aten::multilabel_margin_loss_backward"}, [](Builder& b, const Args& a, const Context& c) {
   Value go = a[0].value(), x = a[1].value();
-  DType ct = compute_type(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   if (x.type.numel() == 0) return Values{full(b, 0, x.dtype(), x.shape())};
   MultiLabel ml = multilabel_terms(b, x, a[2].value(), ct);
   int64_t N = ml.N, C = ml.C;

@@ -16,7 +16,7 @@ using hlo::Cmp;
 DType compute_dtype(DType out) {
   if (out == DType::Pred)
     throw std::runtime_error("\"addmm_impl_cpu_\" not implemented for 'Bool'");
-  return acc_dtype(out);
+  return compute_dtype(out);
 }
 
 Value product(Builder& b, Value lhs, Value rhs, const std::vector<int64_t>& lb, const std::vector<int64_t>& rb,
@@ -104,7 +104,7 @@ TT_RULE({"aten::addmv"}, [](Builder& b, const Args& a, const Context& c) {
 TT_RULE({"aten::addr"}, [](Builder& b, const Args& a, const Context& c) {
   DType t = c.out().dtype;
   if (t == DType::Pred) throw LoweringError("addr on bool tensors");
-  DType acc = acc_dtype(t);
+  DType acc = compute_dtype(t);
   Value v1 = b.convert(a[1].value(), acc), v2 = b.convert(a[2].value(), acc);
   Shape s{v1.shape()[0], v2.shape()[0]};
   Value p = b.mul(b.broadcast_in_dim(v1, s, {0}), b.broadcast_in_dim(v2, s, {1}));

@@ -17,7 +17,6 @@ namespace {
 using hlo::Cmp;
 
 DType stat_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
-DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 double count_of(const Shape& s, const std::vector<int64_t>& dims) {
   double n = 1;
@@ -295,7 +294,7 @@ TT_RULE({"aten::native_group_norm_backward"}, [](Builder& b, const Args& a, cons
 // maxnorm is scaled by maxnorm / (norm + 1e-7), as PyTorch does.
 TT_RULE({"aten::renorm"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = b.convert(a[0].value(), ct);
   int64_t d = wrap_dim(a[2].i, x.rank());
   std::vector<int64_t> others;

@@ -14,7 +14,6 @@ namespace {
 using hlo::Cmp;
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
-DType pool_compute(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 std::vector<int64_t> per_dim(const std::vector<int64_t>& v, size_t n, const std::vector<int64_t>& dflt) {
   if (v.empty()) return dflt;
@@ -89,7 +88,7 @@ Value scatter_to_planes(Builder& b, Value g, Value idx, const Shape& in, size_t 
   int64_t planes = 1, plane = 1;
   for (int64_t d = 0; d < lead; ++d) planes *= in[d];
   for (size_t d = lead; d < in.size(); ++d) plane *= in[d];
-  DType ct = pool_compute(g.dtype());
+  DType ct = compute_dtype(g.dtype());
   if (g.type.numel() == 0 || numel(in) == 0) return full(b, 0, g.dtype(), in);
   int64_t L = g.type.numel() / planes;
   Value gr = b.reshape(b.convert(g, ct), {planes, L});
@@ -115,7 +114,7 @@ TT_RULE({"aten::max_pool3d_with_indices"}, [](Builder& b, const Args& a, const C
   if (o.numel() == 0 || x.type.numel() == 0)
     return Values{full(b, 0, o.dtype, o.shape), full(b, 0, DType::S64, c.out(1).shape)};
   Window w = window_geometry(x.shape(), o.shape, 3, a[1].ints, a[2].ints, a[3].ints, a[4].ints);
-  DType ct = pool_compute(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Values r = b.reduce_window({b.convert(x, ct), plane_index(b, x.shape(), 3)},
                              {lowest(b, ct), b.constant_int(std::numeric_limits<int64_t>::max(), DType::S64)},
                              w.window, w.strides, std::vector<int64_t>(x.rank(), 1), w.dilation, w.pads,
@@ -163,7 +162,7 @@ TT_RULE({"aten::avg_pool3d"}, [](Builder& b, const Args& a, const Context& c) {
   if (!hlo::is_float(x.dtype())) throw LoweringError("avg_pool3d of integers");
   if (o.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, o.dtype, o.shape)};
   Window w = window_geometry(x.shape(), o.shape, 3, a[1].ints, a[2].ints, a[3].ints, {});
-  DType ct = pool_compute(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Value sum = b.reduce_window({b.convert(x, ct)}, {b.constant(0, ct)}, w.window, w.strides,
                               std::vector<int64_t>(x.rank(), 1), w.dilation, w.pads, add_body)[0];
   return Values{b.convert(b.div(sum, avg_divisor(b, x.shape(), w, o.shape, a[5], a[6], ct)), o.dtype)};
@@ -176,7 +175,7 @@ TT_RULE({"aten::avg_pool3d_backward"}, [](Builder& b, const Args& a, const Conte
   const Shape& os = g.shape();
   if (g.type.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, x.dtype(), x.shape())};
   Window w = window_geometry(x.shape(), os, 3, a[2].ints, a[3].ints, a[4].ints, {});
-  DType ct = pool_compute(g.dtype());
+  DType ct = compute_dtype(g.dtype());
   Value y = b.div(b.convert(g, ct), avg_divisor(b, x.shape(), w, os, a[6], a[7], ct));
   // Each window's share spread back: dilate by the stride, pad by the
   // window, sum each window, crop the padding.
@@ -237,7 +236,7 @@ void check_nonempty(const Shape& s, size_t nsp, const char* name) {
 // window sizes; the backward applies the transposed matrices.
 Value adaptive_avg(Builder& b, Value x, const Shape& in, const Shape& out, size_t nsp, bool backward) {
   int64_t r = static_cast<int64_t>(in.size());
-  DType ct = acc_dtype(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   Value y = b.convert(x, ct);
   Value count = full(b, 1, ct, out);
   Values mats;
@@ -280,7 +279,7 @@ Values adaptive_max(Builder& b, const Args& a, const Context& c, size_t nsp, con
   check_nonempty(x.shape(), nsp, name);
   if (o.numel() == 0 || x.type.numel() == 0)
     return {full(b, 0, o.dtype, o.shape), full(b, 0, DType::S64, c.out(1).shape)};
-  DType ct = pool_compute(x.dtype());
+  DType ct = compute_dtype(x.dtype());
   int64_t r = x.rank(), lead = r - static_cast<int64_t>(nsp);
   Value vals = b.convert(x, ct), idx = plane_index(b, x.shape(), nsp);
   Value valid;  // i1, same shape as vals

@@ -253,7 +253,7 @@ TT_RULE({"aten::multinomial"}, [](Builder& b, const Args& a, const Context& c) {
   const bool vec = p.rank() == 1;
   const int64_t K = p.shape().back(), rows = vec ? 1 : p.shape()[0], S = a[1].i;
   if (!a[2].b && S > K) throw InvalidArgument("cannot sample n_sample > prob_dist.size(-1) samples without replacement");
-  check_weights(b, c, b.reshape(b.convert(p, acc_dtype(p.dtype())), {rows, K}), a[2].b && S > 1);
+  check_weights(b, c, b.reshape(b.convert(p, compute_dtype(p.dtype())), {rows, K}), a[2].b && S > 1);
   Value w = b.reshape(b.convert(p, DType::F32), {rows, K});
   Value out;
   if (a[2].b) {

@@ -40,7 +40,7 @@ int64_t count_of(Value x, const std::vector<int64_t>& dims) {
 // result, reduced, reshaped to the result shape (keepdim).
 Value sum_like(Builder& b, Value x, const std::vector<int64_t>& dims, const Type& out, bool prod,
                bool nan_as_zero = false) {
-  DType acc = acc_dtype(out.dtype);
+  DType acc = compute_dtype(out.dtype);
   if (prod && acc == DType::Pred) acc = DType::S64;
   x = b.convert(x, acc);
   if (nan_as_zero && hlo::is_float(acc))
@@ -69,7 +69,7 @@ TT_RULE({"aten::mean", "aten::mean.dim"}, [](Builder& b, const Args& a, const Co
   Value x = a[0].value();
   Arg all;
   auto dims = a.size() > 2 ? dims_for(a[1], x, c.out()) : reduction_dims(all, x.rank());
-  DType acc = acc_dtype(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   if (!hlo::is_float(acc) && !hlo::is_complex(acc)) throw LoweringError("mean of a non-float result type");
   Value s = reduce_sum(b, b.convert(x, acc), dims);
   s = b.div(s, full_like(b, s, static_cast<double>(count_of(x, dims))));
@@ -193,7 +193,7 @@ std::pair<Value, Value> var_mean(Builder& b, Value x, const std::vector<int64_t>
 Values var_std(Builder& b, const Args& a, const Context& c, bool sqrt, bool with_mean) {
   Value x = a[0].value();
   auto dims = dims_for(a[1], x, c.out());
-  DType acc = acc_dtype(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("var/std of a non-float result type");
   Value var, mean;
   if (hlo::is_complex(x.dtype())) {
@@ -224,7 +224,7 @@ TT_RULE({"aten::linalg_vector_norm"}, [](Builder& b, const Args& a, const Contex
   Value x = a[0].value();
   double ord = a[1].d;
   auto dims = dims_for(a[2], x, c.out());
-  DType acc = acc_dtype(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("linalg_vector_norm of a non-float result type");
   if (hlo::is_complex(x.dtype())) x = b.abs(x);  // the norm of the magnitudes
   x = b.convert(x, acc);
@@ -311,7 +311,7 @@ TT_RULE({"aten::trace"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   if (x.rank() != 2)
     throw std::runtime_error("trace: expected a matrix, but got tensor with dim " + std::to_string(x.rank()));
-  DType acc = acc_dtype(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   x = b.convert(x, acc);
   Value diag = b.compare(b.iota(Type{DType::S64, x.shape()}, 0), b.iota(Type{DType::S64, x.shape()}, 1), Cmp::EQ);
   Value s = reduce_sum(b, b.select(diag, x, b.constant(0, acc, x.shape())), {0, 1});
@@ -323,7 +323,7 @@ TT_RULE({"aten::trace"}, [](Builder& b, const Args& a, const Context& c) {
 TT_RULE({"aten::logsumexp"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   auto dims = dims_for(a[1], x, c.out());
-  DType acc = acc_dtype(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   if (!hlo::is_float(acc)) throw LoweringError("logsumexp of a non-float result type");
   x = b.convert(x, acc);
   Value m = reduce_max(b, x, dims);
@@ -355,7 +355,7 @@ Value scan(Builder& b, Value x, int64_t dim, bool prod) {
 TT_RULE({"aten::cumsum", "aten::cumprod"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   int64_t dim = wrap_dim(a[1].i, x.rank());
-  DType acc = acc_dtype(c.out().dtype);
+  DType acc = compute_dtype(c.out().dtype);
   if (acc == DType::Pred) acc = DType::S64;
   x = b.convert(x, acc);
   if (x.rank() == 0 || numel(x.shape()) == 0) return Values{x};

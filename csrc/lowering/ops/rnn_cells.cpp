@@ -61,7 +61,7 @@ Value gate_sum(Builder& b, const Args& a, DType t, Value* hidden_out = nullptr) 
 // (input_gates, hidden_gates, cx, input_bias?, hidden_bias?) -> (hy, cy, workspace).
 TT_RULE({"aten::_thnn_fused_lstm_cell"}, [](Builder& b, const Args& a, const Context& c) {
   check_cell_sizes(a, 4, "_thnn_fused_lstm_cell");
-  const DType t = acc_dtype(a[0].tensor.dtype());
+  const DType t = compute_dtype(a[0].tensor.dtype());
   Value gates = gate_sum(b, a, t);
   Value i = sigmoid(b, block(b, gates, 0, 4)), f = sigmoid(b, block(b, gates, 1, 4));
   Value g = b.tanh(block(b, gates, 2, 4)), o = sigmoid(b, block(b, gates, 3, 4));
@@ -79,7 +79,7 @@ TT_RULE({"aten::_thnn_fused_lstm_cell"}, [](Builder& b, const Args& a, const Con
 TT_RULE({"aten::_thnn_fused_lstm_cell_backward_impl"}, [](Builder& b, const Args& a, const Context& c) {
   if (!a[0].is_tensor() && !a[1].is_tensor()) return Values{Value{}, Value{}, Value{}};
   const Value& ws = a[4].tensor;
-  const DType t = acc_dtype(ws.dtype());
+  const DType t = compute_dtype(ws.dtype());
   const Shape hs{ws.shape()[0], ws.shape()[1] / 4};
   auto state = [&](const Arg& x) { return b.reshape(b.convert(x.tensor, t), hs); };
   Value w = b.convert(ws, t);
@@ -103,7 +103,7 @@ TT_RULE({"aten::_thnn_fused_lstm_cell_backward_impl"}, [](Builder& b, const Args
 // (input_gates, hidden_gates, hx, input_bias?, hidden_bias?) -> (hy, workspace).
 TT_RULE({"aten::_thnn_fused_gru_cell"}, [](Builder& b, const Args& a, const Context& c) {
   check_cell_sizes(a, 3, "_thnn_fused_gru_cell");
-  const DType t = acc_dtype(a[0].tensor.dtype());
+  const DType t = compute_dtype(a[0].tensor.dtype());
   Value hidden;
   Value input = gate_sum(b, a, t, &hidden);
   Value r = sigmoid(b, b.add(block(b, input, 0, 3), block(b, hidden, 0, 3)));
@@ -123,7 +123,7 @@ TT_RULE({"aten::_thnn_fused_gru_cell_backward"}, [](Builder& b, const Args& a, c
   const Value& ws = a[1].tensor;
   if (ws.rank() != 2 || ws.shape()[1] % 5 != 0)
     throw InvalidArgument("_thnn_fused_gru_cell_backward: workspace must be [batch, 5 * hidden]");
-  const DType t = acc_dtype(ws.dtype());
+  const DType t = compute_dtype(ws.dtype());
   Value w = b.convert(ws, t);
   Value r = block(b, w, 0, 5), z = block(b, w, 1, 5), n = block(b, w, 2, 5), hx = block(b, w, 3, 5),
         hn = block(b, w, 4, 5);

@@ -13,7 +13,6 @@ namespace {
 using hlo::Cmp;
 using hlo::is_float;
 
-DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 Value is_nan(Builder& b, Value x) { return b.compare(x, x, Cmp::NE); }
 
 // x (shape S) seen as S[:d] + [n (i)] + [n (j)] + S[d+1:], holding x[.., j, ..],
@@ -70,7 +69,7 @@ TT_RULE({"aten::cummin"}, [](Builder& b, const Args& a, const Context& c) { retu
 TT_RULE({"aten::_logcumsumexp"}, [](Builder& b, const Args& a, const Context& c) {
   const Type out = a[0].value().type;
   if (!is_float(out.dtype)) throw LoweringError("logcumsumexp: non-float input");
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = b.convert(a[0].value(), ct);
   if (x.rank() == 0) return Values{b.convert(x, out.dtype)};
   int64_t d = wrap_dim(a[1].i, x.rank());

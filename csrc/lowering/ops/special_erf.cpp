@@ -277,7 +277,7 @@ using Fn = Value (*)(Builder&, Value);
 Values unary_rule(Builder& b, const Args& a, const Context& c, Fn f) {
   const Type& out = c.out();
   if (!hlo::is_float(out.dtype)) throw LoweringError(c.op + ": non-float result");
-  Value x = cast_to(b, a[0].value(), compute_type(out.dtype), out.shape);
+  Value x = cast_to(b, a[0].value(), compute_dtype(out.dtype), out.shape);
   return {b.convert(f(b, x), out.dtype)};
 }
 

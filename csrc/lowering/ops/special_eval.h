@@ -22,11 +22,6 @@ namespace tt::lowering::special {
 using hlo::Cmp;
 using hlo::is_float;
 
-// f16/bf16 compute in f32 (PyTorch upcasts them); f32 and f64 as they are.
-inline DType compute_type(DType out) {
-  return out == DType::F16 || out == DType::BF16 ? DType::F32 : out;
-}
-
 inline Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
 inline Value lt(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::LT); }
 inline Value le(Builder& b, Value x, double v) { return b.compare(x, cst(b, x, v), Cmp::LE); }
@@ -89,7 +84,7 @@ using Fn2 = std::function<Value(Builder&, Value, Value)>;
 inline Values float1(Builder& b, const Args& a, const Context& c, const Fn1& f, DType compute = DType::Pred) {
   const Type& out = c.out();
   if (!is_float(out.dtype)) throw LoweringError(c.op + ": unsupported result type " + hlo::mlir_name(out.dtype));
-  DType ct = compute == DType::Pred ? compute_type(out.dtype) : compute;
+  DType ct = compute == DType::Pred ? compute_dtype(out.dtype) : compute;
   return {b.convert(f(b, cast_to(b, a[0].value(), ct, out.shape)), out.dtype)};
 }
 
@@ -98,7 +93,7 @@ inline Values binary(Builder& b, const Args& a, const Context& c, const Fn2& f, 
   const Type& out = c.out();
   if (needs_float && !is_float(out.dtype)) throw LoweringError(c.op + ": non-float result");
   return {elementwise(b, {&a[0], &a[1]}, out, [&](Builder& b, const Values& x) { return f(b, x[0], x[1]); },
-                      compute_type(out.dtype))};
+                      compute_dtype(out.dtype))};
 }
 
 // The sign bit of x (set for -0.0 too), read from its bits.

@@ -154,7 +154,7 @@ TT_RULE({"aten::polygamma"}, [](Builder& b, const Args& a, const Context& c) {
   if (!is_float(out.dtype)) throw LoweringError("polygamma: non-float result");
   int64_t n = a[0].i;
   if (n < 0) throw InvalidArgument("polygamma(n, x) does not support negative n.");
-  DType ct = compute_type(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = cast_to(b, a[1].value(), ct, out.shape);
   if (n == 0) return Values{b.convert(digamma_cpu(b, x), out.dtype)};
   if (n == 1) return Values{b.convert(trigamma_cpu(b, x), out.dtype)};
@@ -565,7 +565,7 @@ Values igamma_rule(Builder& b, const Args& args, const Context& c, bool lower) {
   if (!hlo::is_float(out.dtype)) throw LoweringError(c.op + ": non-float result");
   return {elementwise(b, {&args[0], &args[1]}, out,
                       [&](Builder& b, const Values& v) { return igamma_impl(b, v[0], v[1], lower); },
-                      compute_type(out.dtype))};
+                      compute_dtype(out.dtype))};
 }
 
 TT_RULE({"aten::igamma"}, [](Builder& b, const Args& a, const Context& c) { return igamma_rule(b, a, c, true); });

@@ -73,7 +73,7 @@ Values poly_rule(Builder& b, const Args& a, const Context& c, const PolyFn& f) {
   if (!hlo::is_float(out.dtype)) throw LoweringError(c.op + ": non-float result");
   return {elementwise(b, {&a[0], &a[1]}, out,
                       [&](Builder& b, const Values& v) { return f(b, v[0], integer_n(b, v[1])); },
-                      compute_type(out.dtype))};
+                      compute_dtype(out.dtype))};
 }
 
 // The Chebyshev family shares the step r = 2y q - p; y is x (or 2x - 1 for

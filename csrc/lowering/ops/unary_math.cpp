@@ -19,7 +19,6 @@ using hlo::Cmp;
 using hlo::is_float;
 using UnaryFn = std::function<Value(Builder&, Value)>;
 
-DType upcast(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 Value cst(Builder& b, Value like, double v) { return full_like(b, like, v); }
 
@@ -40,7 +39,7 @@ Values float_unary(Builder& b, const Args& a, const Context& c, const UnaryFn& f
   if (hlo::is_complex(out.dtype) && complex_unary(c.op))
     return {f(b, cast_to(b, a[0].value(), out.dtype, out.shape))};
   if (!is_float(out.dtype)) throw LoweringError(c.op + ": unsupported result type " + hlo::mlir_name(out.dtype));
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value x = cast_to(b, a[0].value(), ct, out.shape);
   return {b.convert(f(b, x), out.dtype)};
 }
@@ -122,7 +121,7 @@ TT_RULE({"aten::logit"}, [](Builder& b, const Args& a, const Context& c) {
 // [eps, 1 - eps]; without, NaN outside [0, 1].
 TT_RULE({"aten::logit_backward"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value g = cast_to(b, a[0].value(), ct, out.shape), x = cast_to(b, a[1].value(), ct, out.shape);
   Value one = b.constant(1, ct, out.shape), zero = b.constant(0, ct, out.shape);
   Value r = b.div(g, b.mul(x, b.sub(one, x)));
@@ -142,7 +141,7 @@ TT_RULE({"aten::logit_backward"}, [](Builder& b, const Args& a, const Context& c
 
 Value int_or_float(Builder& b, const Args& a, const Context& c, const UnaryFn& f) {
   const Type& out = c.out();
-  Value x = cast_to(b, a[0].value(), upcast(out.dtype), out.shape);
+  Value x = cast_to(b, a[0].value(), compute_dtype(out.dtype), out.shape);
   return b.convert(f(b, x), out.dtype);
 }
 
@@ -291,7 +290,7 @@ using BinaryFn = std::function<Value(Builder&, Value, Value)>;
 // computed in f32 for f16/bf16.
 Values binary_math(Builder& b, const Args& a, const Context& c, const BinaryFn& f, bool upcast_half = true) {
   const Type& out = c.out();
-  DType ct = upcast_half ? upcast(out.dtype) : out.dtype;
+  DType ct = upcast_half ? compute_dtype(out.dtype) : out.dtype;
   return {elementwise(b, {&a[0], &a[1]}, out, [&](Builder& b, const Values& x) { return f(b, x[0], x[1]); }, ct)};
 }
 
@@ -402,7 +401,7 @@ TT_RULE({"aten::clamp_max", "aten::clamp_max.Tensor"}, [](Builder& b, const Args
 // (PyTorch's formula, exact at both ends).
 TT_RULE({"aten::lerp.Scalar", "aten::lerp.Tensor"}, [](Builder& b, const Args& a, const Context& c) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value s = cast_to(b, a[0].value(), ct, out.shape);
   Value e = cast_to(b, a[1].value(), ct, out.shape);
   Value w = cast_to(b, a[2].value(), ct, out.shape);
@@ -416,7 +415,7 @@ TT_RULE({"aten::lerp.Scalar", "aten::lerp.Tensor"}, [](Builder& b, const Args& a
 // addcmul: self + value * t1 * t2; addcdiv: self + value * t1 / t2.
 Values addc(Builder& b, const Args& a, const Context& c, bool divide) {
   const Type& out = c.out();
-  DType ct = upcast(out.dtype);
+  DType ct = compute_dtype(out.dtype);
   Value s = cast_to(b, a[0].value(), ct, out.shape);
   Value t1 = cast_to(b, a[1].value(), ct, out.shape);
   Value t2 = cast_to(b, a[2].value(), ct, out.shape);

@@ -15,7 +15,7 @@ TT_RULE({"aten::_weight_norm_interface_backward"}, [](Builder& b, const Args& a,
   const Shape& full = v_type.shape;
   const int64_t rank = static_cast<int64_t>(full.size());
   const int64_t dim = wrap_dim(a[4].i, rank);
-  DType t = acc_dtype(v_type.dtype);
+  DType t = compute_dtype(v_type.dtype);
   std::vector<int64_t> others;
   for (int64_t d = 0; d < rank; ++d)
     if (d != dim) others.push_back(d);
