@@ -84,6 +84,24 @@ def test_table_is_well_formed():
             settings.parse(s.name, s.default)  # the default is a valid value
 
 
+@pytest.mark.parametrize("line,complaint", [
+    ('TT_SETTING(TORCH_TPU_A, float, "", "", runtime, "x.")', "type is one of"),
+    ('TT_SETTING(TORCH_TPU_A, bool, "", "", runtime, "x.")\nTT_SETTING(TORCH_TPU_A, bool, "", "", runtime, "x.")',
+     "not a new"),
+    ('TT_SETTING(OTHER_A, bool, "", "", runtime, "x.")', "not a new TORCH_TPU_"),
+    ('TT_SETTING(TORCH_TPU_A, int, "0", "1..", runtime, "x.")', "default '0' is not an integer >= 1"),
+    ('TT_SETTING(TORCH_TPU_A, enum, "", "", runtime, "x.")', "lists its allowed values"),
+    ('TT_SETTING(TORCH_TPU_A, int, "", "..4", runtime, "x.")', "MIN..MAX or MIN.."),
+    ('TT_SETTING(TORCH_TPU_A, bool, 1, "", runtime, "x.")', "string literals"),
+    ('print("hello")', "expected TT_SETTING"),
+])
+def test_table_rejects_bad_declarations(tmp_path, line, complaint):
+    table = tmp_path / "settings.def"
+    table.write_text("// a comment\n" + line + "\n")
+    with pytest.raises(ValueError, match=re.escape(complaint)):
+        settings.load_table(str(table))
+
+
 def test_docs_are_current():
     doc = (ROOT / "docs" / "settings.md").read_text()
     assert doc == settings.markdown(), "docs/settings.md is stale: run python tools/settings_doc.py"

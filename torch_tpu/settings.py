@@ -165,6 +165,10 @@ def load_table(path=TABLE):
             raise ValueError(f"{path}:{node.lineno}: {s.name}: type is one of {TYPES}, section one of {SECTIONS}")
         if s.type in ("enum", "int_list") and not s.allowed:
             raise ValueError(f"{path}:{node.lineno}: {s.name}: an {s.type} lists its allowed values")
+        if s.type == "int" and s.allowed and not re.match(r"[+-]?[0-9]+\.\.([+-]?[0-9]+)?\Z", s.allowed):
+            raise ValueError(f"{path}:{node.lineno}: {s.name}: an int's allowed is MIN..MAX or MIN..")
+        if s.type not in ("enum", "int_list", "int") and s.allowed:
+            raise ValueError(f"{path}:{node.lineno}: {s.name}: a {s.type} has no allowed values")
         if s.default:
             try:
                 _PARSERS[s.type](s.default, s)
