@@ -3,6 +3,7 @@
 The CMake build folder is build/cmake in the source tree, so that rebuilds are
 incremental (and ccache, when present, makes clean rebuilds cheap).
 """
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -15,6 +16,14 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 
 
+def _settings():
+    """torch_tpu/settings.py, loaded by path (it needs only the standard library)."""
+    spec = importlib.util.spec_from_file_location("torch_tpu_settings", ROOT / "torch_tpu" / "settings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -22,9 +31,10 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        build_dir = Path(os.environ.get("TORCH_TPU_BUILD_DIR", ROOT / "build" / "cmake"))
+        settings = _settings()
+        build_dir = ROOT / settings.get("TORCH_TPU_BUILD_DIR")  # an absolute path stays as it is
         build_dir.mkdir(parents=True, exist_ok=True)
-        jobs = os.environ.get("TORCH_TPU_BUILD_JOBS", str(os.cpu_count() or 2))
+        jobs = str(settings.get("TORCH_TPU_BUILD_JOBS") or os.cpu_count() or 2)
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         subprocess.check_call(
             ["cmake", "-S", str(ROOT), "-B", str(build_dir), f"-DPython3_EXECUTABLE={sys.executable}",

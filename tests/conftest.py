@@ -31,7 +31,7 @@ import torch_tpu  # noqa: E402,F401
 def _no_fallback():
     """Every test starts with fallback counters cleared; fallbacks raise."""
     torch_tpu.reset_fallback_ops()
-    torch_tpu.set_fallback_mode(os.environ.get("TORCH_TPU_FALLBACK", "error"))
+    torch_tpu.set_fallback_mode(torch_tpu.settings.get("TORCH_TPU_FALLBACK"))
     yield
 
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import torch_tpu
+from torch_tpu import settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -128,7 +129,7 @@ def test_collectives_bad_ranks_are_refused(tmp_path):
 TITAN_PYTHON = os.path.join(ROOT, ".venv-2.14", "bin", "python")
 
 
-@pytest.mark.skipif(os.environ.get("TORCH_TPU_HEAVY") != "1",
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"),
                     reason="heavy tier: set TORCH_TPU_HEAVY=1 (benchmarks/torchtitan.py --quick: 6 torchruns, ~3 min)")
 @pytest.mark.skipif(not os.path.exists(TITAN_PYTHON), reason="needs `bash scripts/setup.sh --titan` (.venv-2.14)")
 def test_torchtitan_quick_prints_table_and_json(tmp_path):

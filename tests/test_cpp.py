@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from torch_tpu import settings
+
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = Path(os.environ.get("TORCH_TPU_BUILD_DIR", ROOT / "build" / "cmake"))
+BUILD = ROOT / settings.get("TORCH_TPU_BUILD_DIR")  # an absolute path stays as it is
 
 
 def site_packages():

@@ -9,16 +9,15 @@ shows up as XPASS; ops unsupported by design skip with the reason from
 torch_tpu.coverage.UNSUPPORTED. Refresh the list with
 tools/update_opinfo_expected.py.
 """
-import os
 
 import pytest
 
-from torch_tpu import coverage
+from torch_tpu import coverage, settings
 
 import opinfo_expected
 
 SAMPLES = 2
-HEAVY = os.environ.get("TORCH_TPU_HEAVY") == "1"
+HEAVY = settings.get("TORCH_TPU_HEAVY")
 OP_DB = coverage.load_op_db()
 
 

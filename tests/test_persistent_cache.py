@@ -189,4 +189,4 @@ def test_in_process_counters_present():
     for k in keys:
         assert k in info and info[k] >= 0
     # The test session runs on its own temporary folder (conftest.py).
-    assert torch_tpu.persistent_cache_dir() == os.environ["TORCH_TPU_CACHE_DIR"]
+    assert torch_tpu.persistent_cache_dir() == torch_tpu.settings.get("TORCH_TPU_CACHE_DIR")

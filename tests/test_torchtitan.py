@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from torch_tpu import settings
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv-2.14" / "bin" / "python"
 
@@ -96,7 +98,7 @@ def test_fsdp2_on_tpu_equals_torchtitan_on_cpu_with_gloo(tmp_path, seed_checkpoi
     _assert_same_losses(fsdp2_tpu, cpu, abs_tol=CPU_TOL, rel_tol=0)
 
 
-@pytest.mark.skipif(os.environ.get("TORCH_TPU_HEAVY") != "1", reason="heavy tier: set TORCH_TPU_HEAVY=1 (20 steps)")
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (20 steps)")
 def test_20_steps_eager_and_compiled_on_tpu_equal_cpu_with_gloo(tmp_path, seed_checkpoint):
     """20 steps: tpu eager and tpu compiled (`--compile.backend tpu`), both FSDP2
     over 2 ranks, against TorchTitan on the CPU with gloo. Adam's updates carry
@@ -109,7 +111,7 @@ def test_20_steps_eager_and_compiled_on_tpu_equal_cpu_with_gloo(tmp_path, seed_c
     _assert_same_losses(compiled, cpu, abs_tol=5e-5, rel_tol=0, steps=20)
 
 
-@pytest.mark.skipif(os.environ.get("TORCH_TPU_HEAVY") != "1", reason="heavy tier: set TORCH_TPU_HEAVY=1")
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1")
 def test_fsdp2_on_tpu_equals_replicated_training(tmp_path, seed_checkpoint, fsdp2_tpu):
     ddp = _run(tmp_path / "ddp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=1",
                                                        "--parallelism.data_parallel_replicate_degree=2"])
@@ -123,7 +125,7 @@ def test_tensor_parallel_2_equals_one_rank(tmp_path, seed_checkpoint):
     _assert_same_losses(tp, one)
 
 
-@pytest.mark.skipif(os.environ.get("TORCH_TPU_HEAVY") != "1", reason="heavy tier: set TORCH_TPU_HEAVY=1 (4 ranks)")
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (4 ranks)")
 def test_fsdp2_x_tensor_parallel_on_4_ranks(tmp_path, seed_checkpoint, fsdp2_tpu):
     fsdp_tp = _run(tmp_path / "fsdp_tp", 4, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=2",
                                                                "--parallelism.tensor_parallel_degree=2"])

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 import torch_tpu
+from torch_tpu import settings
 from torch_tpu.distributed import (
     spmd_all_gather,
     spmd_all_reduce,
@@ -34,7 +35,7 @@ from torch_tpu.distributed import (
 )
 
 N = 4
-FOUR = os.environ.get("TORCH_TPU_NUM_DEVICES") == "4"
+FOUR = settings.get("TORCH_TPU_NUM_DEVICES") == 4
 on_four = pytest.mark.skipif(not FOUR, reason="runs in the 4-device subprocess (test_on_four_devices)")
 
 

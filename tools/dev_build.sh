@@ -15,7 +15,7 @@ if ! cmake --build "$BUILD" -j "${JOBS:-2}" > "$BUILD/build.log" 2>&1; then
   exit 1
 fi
 mkdir -p "$BUILD/pkg/torch_tpu"
-for f in "$ROOT"/torch_tpu/*.py; do ln -sf "$f" "$BUILD/pkg/torch_tpu/"; done
+for f in "$ROOT"/torch_tpu/*.py "$ROOT"/torch_tpu/*.def; do ln -sf "$f" "$BUILD/pkg/torch_tpu/"; done
 for d in "$ROOT"/torch_tpu/*/; do ln -sfn "${d%/}" "$BUILD/pkg/torch_tpu/"; done
 cp -f "$BUILD"/_C*.so "$BUILD/pkg/torch_tpu/"
 echo "$BUILD/pkg"

@@ -14,7 +14,13 @@ import torch
 # XLA's plugins log an INFO line per client to stderr; keep warnings and errors.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from . import _plugin_search
+# Every TORCH_TPU_* variable is declared in settings.def; a bad value stops
+# here, naming the variable, before the extension reads any of them.
+from . import settings  # noqa: E402
+
+settings.validate()
+
+from . import _plugin_search  # noqa: E402
 
 _plugin_search.configure()
 

@@ -22,13 +22,12 @@ copy the result. Ops whose results alias an input (views) are never
 decomposed: a decomposition would return a copy.
 """
 import functools
-import os
 import threading
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _C
+from . import _C, settings
 
 aten = torch.ops.aten
 
@@ -400,5 +399,5 @@ def decomposition_decisions():
 def install():
     """Offers ops without a rule to their decomposition, unless
     TORCH_TPU_EAGER_DECOMPOSITIONS=0 (every such op then goes to the CPU)."""
-    if os.environ.get("TORCH_TPU_EAGER_DECOMPOSITIONS", "1") != "0":
+    if settings.get("TORCH_TPU_EAGER_DECOMPOSITIONS"):
         _C._set_eager_decomposition_handler(handle)

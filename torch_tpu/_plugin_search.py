@@ -8,13 +8,13 @@ import os
 import site
 import sys
 
+from . import settings
+
 
 def configure():
     dirs = []
     for d in list(sys.path) + site.getsitepackages() + [site.getusersitepackages()]:
         if d and os.path.isdir(d) and d not in dirs:
             dirs.append(d)
-    existing = os.environ.get("TORCH_TPU_PLUGIN_SEARCH_PATH")
-    if existing:
-        dirs = existing.split(os.pathsep) + dirs
+    dirs = settings.get("TORCH_TPU_PLUGIN_SEARCH_PATH") + dirs
     os.environ["TORCH_TPU_PLUGIN_SEARCH_PATH"] = os.pathsep.join(dirs)

@@ -265,7 +265,7 @@ def check(op, dtype, backward=False, max_samples=None, time_limit=None):
             if failure is None:
                 failure = f"sample {ran - 1}: {_reason(e)}"
         finally:
-            torch_tpu.set_fallback_mode(mode or os.environ.get("TORCH_TPU_FALLBACK", "warn"))
+            torch_tpu.set_fallback_mode(mode or torch_tpu.settings.get("TORCH_TPU_FALLBACK"))
     if failure is not None:
         return Result("fail", failure, ran)
     if ran == 0:

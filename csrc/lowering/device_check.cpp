@@ -5,13 +5,13 @@
 #include <numeric>
 
 #include "lowering/helpers.h"
+#include "settings/settings.h"
 
 namespace tt::lowering {
 
 bool device_checks_enabled() {
   static const bool on = [] {
-    const char* v = getenv("TORCH_TPU_DEVICE_CHECKS");
-    return !(v && std::string(v) == "0");
+    return settings::Bool(settings::Id::TORCH_TPU_DEVICE_CHECKS);
   }();
   return on;
 }

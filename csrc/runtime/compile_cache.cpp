@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "settings/settings.h"
 
 namespace tt::runtime {
 namespace detail {
@@ -48,40 +49,8 @@ std::string Env(const char* n) {
   return v ? v : "";
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// "123", "64K", "512M", "2G" (binary multiples); false when malformed.
-bool ParseBytes(const std::string& text, int64_t* out) {
-  std::string s = Lower(text);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  if (EndsWith(s, "ib")) s.resize(s.size() - 2);  // "512MiB"
-  else if (EndsWith(s, "b") && s.size() > 1 && std::isalpha(static_cast<unsigned char>(s[s.size() - 2])))
-    s.pop_back();  // "512MB"
-  int shift = 0;
-  if (!s.empty() && std::isalpha(static_cast<unsigned char>(s.back()))) {
-    char u = s.back();
-    shift = u == 'k' ? 10 : u == 'm' ? 20 : u == 'g' ? 30 : u == 't' ? 40 : -1;
-    if (shift < 0) return false;
-    s.pop_back();
-  }
-  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno || *end) return false;
-  if (shift && v > (static_cast<unsigned long long>(INT64_MAX) >> shift)) return false;
-  v <<= shift;
-  if (v > static_cast<unsigned long long>(INT64_MAX)) return false;
-  *out = static_cast<int64_t>(v);
-  return true;
 }
 
 // mkdir -p with mode 0700 for the folders it creates; "" on success, else why.
@@ -164,21 +133,19 @@ std::vector<FileInfo> ListEntries(const std::string& dir, bool clean) {
 }  // namespace
 
 CompileCacheConfig CompileCacheConfig::FromEnv() {
+  using settings::Id;
   CompileCacheConfig c;
-  std::string on = Lower(Env("TORCH_TPU_CACHE"));
-  if (on == "0" || on == "false" || on == "no" || on == "off") {
-    c.source = "TORCH_TPU_CACHE=" + Env("TORCH_TPU_CACHE");
-    return c;
+  try {
+    if (!settings::Bool(Id::TORCH_TPU_CACHE)) {
+      c.source = "TORCH_TPU_CACHE=" + settings::Raw(Id::TORCH_TPU_CACHE).value_or("");
+      return c;
+    }
+    c.max_bytes = settings::Bytes(Id::TORCH_TPU_CACHE_MAX_BYTES);
+    c.dir = settings::Path(Id::TORCH_TPU_CACHE_DIR);
+  } catch (const settings::Error& e) {
+    throw Error(3, e.what());
   }
-  if (!on.empty() && on != "1" && on != "true" && on != "yes" && on != "on")
-    throw Error(3, "TORCH_TPU_CACHE=" + Env("TORCH_TPU_CACHE") +
-                       " is not 0 or 1 (0 turns the persistent compile cache off).");
-  c.max_bytes = kDefaultMaxBytes;
-  std::string cap = Env("TORCH_TPU_CACHE_MAX_BYTES");
-  if (!cap.empty() && !ParseBytes(cap, &c.max_bytes))
-    throw Error(3, "TORCH_TPU_CACHE_MAX_BYTES=" + cap + " is not a byte count (e.g. 1073741824, 512M, 2G).");
-  if (!Env("TORCH_TPU_CACHE_DIR").empty()) {
-    c.dir = Env("TORCH_TPU_CACHE_DIR");
+  if (!c.dir.empty()) {
     c.source = "TORCH_TPU_CACHE_DIR";
   } else if (!Env("XDG_CACHE_HOME").empty() && Env("XDG_CACHE_HOME")[0] == '/') {
     c.dir = Env("XDG_CACHE_HOME") + "/torch_tpu";

@@ -33,8 +33,8 @@ struct CompileCacheConfig {
   std::string source;  // which variable chose the folder (or why it is off)
 
   static constexpr int64_t kDefaultMaxBytes = int64_t{1} << 30;
-  // Reads the environment; throws Error(3) for a malformed
-  // TORCH_TPU_CACHE_MAX_BYTES.
+  // Reads the settings (csrc/settings); throws Error(3) for a malformed
+  // TORCH_TPU_CACHE or TORCH_TPU_CACHE_MAX_BYTES.
   static CompileCacheConfig FromEnv();
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/host_heap.h"
 
+#include "settings/settings.h"
+
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -16,8 +18,7 @@ std::atomic<bool> g_kept{false};
 
 bool KeepHostHeap() {
 #if defined(__GLIBC__)
-  const char* v = std::getenv("TORCH_TPU_HOST_HEAP");
-  if (v && std::strcmp(v, "release") == 0) return false;
+  if (settings::Enum(settings::Id::TORCH_TPU_HOST_HEAP) == "release") return false;
   // No block goes to mmap (a request the heap cannot grow for still falls
   // back to it), and the heap top is never trimmed after a free. Threads
   // that have no arena yet (XLA's) share the main one: another thread's

@@ -26,17 +26,13 @@
 #include <sstream>
 
 #include "runtime/pjrt_internal.h"
+#include "settings/settings.h"
 
 namespace tt::runtime {
 namespace detail {
 namespace {
 
 constexpr const char* kCpuInstall = "pip install lammps-jax-pjrt-cpu==0.11.2";
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 std::string Lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -48,14 +44,7 @@ bool IsRegularFile(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-std::vector<std::string> SearchDirs() {
-  std::vector<std::string> out;
-  std::stringstream ss(Env("TORCH_TPU_PLUGIN_SEARCH_PATH"));
-  std::string item;
-  while (std::getline(ss, item, ':'))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+std::vector<std::string> SearchDirs() { return settings::PathList(settings::Id::TORCH_TPU_PLUGIN_SEARCH_PATH); }
 
 std::vector<std::string> Candidates(const std::string& platform) {
   if (platform == "cpu") return {"lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"};
@@ -270,8 +259,8 @@ Registry& registry() {
 }  // namespace
 
 bool LogEnabled() {
-  std::string v = Lower(Env("TORCH_TPU_LOG"));
-  return !v.empty() && v != "0" && v != "false" && v != "no" && v != "off";
+  static const bool on = settings::Bool(settings::Id::TORCH_TPU_LOG);  // a bad value throws here, at Runtime::Init
+  return on;
 }
 
 LoadedPlugin LoadPluginFile(const std::string& path, const std::string& platform,
@@ -363,16 +352,14 @@ LoadedPlugin LoadPluginFile(const std::string& path, const std::string& platform
 }
 
 LoadedPlugin LoadChosenPlugin() {
-  std::string explicit_path = Env("TORCH_TPU_PJRT_PLUGIN");
-  std::string requested = Lower(Env("TORCH_TPU_PLATFORM"));
+  std::string explicit_path = settings::Path(settings::Id::TORCH_TPU_PJRT_PLUGIN);
+  std::string requested = settings::Enum(settings::Id::TORCH_TPU_PLATFORM);
   if (!explicit_path.empty()) {
     std::string platform = !requested.empty() ? requested : GuessPlatformFromPath(explicit_path);
     return LoadPluginFile(explicit_path, platform, "TORCH_TPU_PJRT_PLUGIN=" + explicit_path);
   }
   std::vector<std::string> tried;
   if (!requested.empty()) {
-    if (requested != "tpu" && requested != "cpu" && requested != "cuda")
-      throw Error(3, "TORCH_TPU_PLATFORM=" + requested + " is not one of tpu, cpu, cuda.");
     std::string why = "TORCH_TPU_PLATFORM=" + requested;
     if (requested == "tpu" && !TpuPresent())
       throw Error(9, "TORCH_TPU_PLATFORM=tpu, but no TPU hardware was found (looked for /dev/accel* "

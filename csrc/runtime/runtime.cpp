@@ -18,6 +18,7 @@
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
 #include "runtime/sha256.h"
+#include "settings/settings.h"
 
 namespace tt::runtime {
 
@@ -223,7 +224,11 @@ Runtime& Runtime::Get() {
   std::lock_guard<std::mutex> lock(detail::g_init_mu);
   if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) return *r;
   std::unique_ptr<Runtime> rt(new Runtime());
-  rt->Init();  // throws; a later call retries
+  try {
+    rt->Init();  // throws; a later call retries
+  } catch (const settings::Error& e) {
+    throw Error(3, e.what());  // a bad TORCH_TPU_* value, as every other start-up error
+  }
   // Kept alive until process exit on purpose: buffers held by Python objects
   // may be freed during interpreter teardown, after static destructors.
   Runtime* r = rt.release();
@@ -252,14 +257,13 @@ void Runtime::Init() {
     KeepHostHeap();  // its device memory is the heap (host_heap.h); before its threads start
     // TORCH_TPU_NUM_DEVICES, else torchrun's LOCAL_WORLD_SIZE (so that
     // set_device(LOCAL_RANK) works on every local rank, as on CUDA), else 1.
-    const char* var = "TORCH_TPU_NUM_DEVICES";
-    std::string s = EnvStr(var);
-    if (s.empty()) {
-      var = "LOCAL_WORLD_SIZE";
-      s = EnvStr(var);
+    if (auto n = settings::OptionalInt(settings::Id::TORCH_TPU_NUM_DEVICES)) {
+      ndev = *n;
+    } else {
+      std::string s = EnvStr("LOCAL_WORLD_SIZE");
+      if (!s.empty() && (!ParseInt64(s, &ndev) || ndev < 1 || ndev > 4096))
+        throw Error(3, "LOCAL_WORLD_SIZE=" + s + " is not a positive device count.");
     }
-    if (!s.empty() && (!ParseInt64(s, &ndev) || ndev < 1 || ndev > 4096))
-      throw Error(3, std::string(var) + "=" + s + " is not a positive device count.");
     auto nv = TT_ARGS(PJRT_NamedValue);
     nv.name = kCpuCount;
     nv.name_size = sizeof(kCpuCount) - 1;
@@ -301,12 +305,7 @@ void Runtime::Init() {
 
   const size_t n = devices_.size();
   state_->stats.reset(new DeviceStats[n]);
-  int64_t env_limit = -1;
-  {
-    std::string s = EnvStr("TORCH_TPU_MEMORY_LIMIT");
-    if (!s.empty() && (!ParseInt64(s, &env_limit) || env_limit < 0))
-      throw Error(3, "TORCH_TPU_MEMORY_LIMIT=" + s + " is not a byte count.");
-  }
+  const int64_t env_limit = settings::OptionalBytes(settings::Id::TORCH_TPU_MEMORY_LIMIT).value_or(-1);
   int64_t host_mem = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
   for (size_t i = 0; i < n; ++i) {
     auto* dev = static_cast<PJRT_Device*>(devices_[i]);

@@ -19,6 +19,7 @@
 
 #include "runtime/compile_cache.h"
 #include "runtime/runtime.h"
+#include "settings/settings.h"
 #include "runtime/sha256.h"
 
 using namespace tt::runtime;
@@ -430,7 +431,7 @@ static void TestRuntime(const std::string& root) {
 }
 
 int main() {
-  if (!std::getenv("TORCH_TPU_PLUGIN_SEARCH_PATH") && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
+  if (!tt::settings::Raw(tt::settings::Id::TORCH_TPU_PLUGIN_SEARCH_PATH) && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
     setenv("TORCH_TPU_PLUGIN_SEARCH_PATH", TT_TEST_SITE_PACKAGES, 0);
   setenv("TORCH_TPU_NUM_DEVICES", "2", 0);
   const std::string root = MakeTempDir();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/runtime.h"
+#include "settings/settings.h"
 
 using namespace tt::runtime;
 using Clock = std::chrono::steady_clock;
@@ -38,7 +39,7 @@ static const char* kAdd =
 
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 1000;
-  if (!std::getenv("TORCH_TPU_PLUGIN_SEARCH_PATH") && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
+  if (!tt::settings::Raw(tt::settings::Id::TORCH_TPU_PLUGIN_SEARCH_PATH) && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
     setenv("TORCH_TPU_PLUGIN_SEARCH_PATH", TT_TEST_SITE_PACKAGES, 0);
   try {
     auto t0 = Clock::now();

@@ -22,6 +22,7 @@
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_abi.h"
 #include "runtime/runtime.h"
+#include "settings/settings.h"
 
 using namespace tt::runtime;
 
@@ -172,7 +173,7 @@ static void TestKeyValueCallbacks() {
 }
 
 int main() {
-  if (!std::getenv("TORCH_TPU_PLUGIN_SEARCH_PATH") && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
+  if (!tt::settings::Raw(tt::settings::Id::TORCH_TPU_PLUGIN_SEARCH_PATH) && std::strlen(TT_TEST_SITE_PACKAGES) > 0)
     setenv("TORCH_TPU_PLUGIN_SEARCH_PATH", TT_TEST_SITE_PACKAGES, 0);
   setenv("TORCH_TPU_NUM_DEVICES", "2", 0);
 
@@ -251,7 +252,7 @@ int main() {
     for (int d = 0; d < rt.device_count(); ++d)
       std::printf("  device %d: kind '%s', '%s', capacity %lld\n", d, rt.device_kind(d).c_str(),
                   rt.device_description(d).c_str(), static_cast<long long>(rt.memory_capacity(d)));
-    if (info.platform == "cpu") CHECK(rt.device_count() == std::atoi(std::getenv("TORCH_TPU_NUM_DEVICES")));
+    if (info.platform == "cpu") CHECK(rt.device_count() == tt::settings::Int(tt::settings::Id::TORCH_TPU_NUM_DEVICES));
     CHECK(rt.memory_capacity(0) > 0);
     CHECK(ExpectError([&] { rt.live_bytes(rt.device_count()); }).code() == 3);
 

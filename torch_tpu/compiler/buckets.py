@@ -27,14 +27,13 @@ compile_stats()["bucket_fallbacks"]. Results equal the unpadded run's.
 import functools
 import math
 import operator
-import os
 
 import sympy
 import torch
 from torch.fx import Node
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from .. import _C
+from .. import _C, settings
 from .graph_spec import GraphSpec, Unsupported, op_name
 
 aten = torch.ops.aten
@@ -52,12 +51,10 @@ def set_shape_buckets(spec):
     its exact value). TORCH_TPU_SHAPE_BUCKETS takes the same ("16,64,256")."""
     global _bucket_spec
     if isinstance(spec, str):
-        spec = spec.strip().lower()
-        if spec not in ("pow2", "off"):
-            try:
-                spec = [int(x) for x in spec.split(",") if x.strip()]
-            except ValueError:
-                raise ValueError(f"shape buckets: expected 'pow2', 'off' or sizes like '16,64,256', got {spec!r}")
+        try:
+            spec = settings.parse("TORCH_TPU_SHAPE_BUCKETS", spec)
+        except ValueError:
+            raise ValueError(f"shape buckets: expected 'pow2', 'off' or sizes like '16,64,256', got {spec!r}") from None
     if isinstance(spec, (list, tuple)):
         spec = sorted(int(x) for x in spec)
         if not spec or spec[0] < 1:
@@ -74,7 +71,7 @@ def buckets_enabled():
 
 def _spec():
     if _bucket_spec is None:
-        set_shape_buckets(os.environ.get("TORCH_TPU_SHAPE_BUCKETS", "pow2"))
+        set_shape_buckets(settings.get("TORCH_TPU_SHAPE_BUCKETS"))
     return _bucket_spec
 
 

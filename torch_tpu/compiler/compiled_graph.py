@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from .. import _C
+from .. import _C, settings
 from . import stats
 from .graph_spec import GraphSpec, Unsupported
 from .buckets import bucket, buckets_enabled
@@ -46,9 +46,9 @@ def compile_ahead_enabled():
     or more cores. The background build needs a spare core to pay off: on a
     busy 2-core machine it took CPU from Dynamo's and AOTAutograd's tracing,
     which are the first step's critical path, and made the step slower."""
-    v = os.environ.get("TORCH_TPU_COMPILE_AHEAD")
+    v = settings.get("TORCH_TPU_COMPILE_AHEAD")
     if v is not None:
-        return v != "0"
+        return v
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores >= 4
 

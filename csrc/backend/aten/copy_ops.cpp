@@ -14,6 +14,7 @@
 #include "backend/device/stream_events.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/view.h"
+#include "settings/settings.h"
 
 namespace tt::backend {
 namespace {
@@ -49,9 +50,7 @@ bool plain_values(const at::Tensor& t) { return !t.is_conj() && !t.is_neg(); }
 // or 0 overrides (1 lets the CPU plugin exercise the asynchronous path).
 bool async_uploads(runtime::Runtime& rt) {
   static const bool on = [&] {
-    const char* v = std::getenv("TORCH_TPU_ASYNC_UPLOADS");
-    if (v && *v) return std::string(v) != "0";
-    return !rt.host_copy_in_call();
+    return settings::OptionalBool(settings::Id::TORCH_TPU_ASYNC_UPLOADS).value_or(!rt.host_copy_in_call());
   }();
   return on;
 }

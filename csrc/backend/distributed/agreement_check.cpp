@@ -2,6 +2,7 @@
 
 #include "backend/distributed/host_pool.h"
 #include "backend/distributed/tpu_dist_work.h"
+#include "settings/settings.h"
 
 #include <c10/util/Exception.h>
 
@@ -90,8 +91,7 @@ std::string describe(const int64_t* v, const char* my_op, int64_t my_op_id) {
 
 bool agreement_check_enabled() {
   static const bool on = [] {
-    const char* v = std::getenv("TORCH_TPU_DIST_CHECK");
-    return !(v && std::string(v) == "0");
+    return settings::Bool(settings::Id::TORCH_TPU_DIST_CHECK);
   }();
   return on;
 }

@@ -13,6 +13,7 @@
 #include "backend/pipeline/program_runner.h"
 #include "backend/device/storage_contents.h"
 #include "backend/device/tpu_device.h"
+#include "settings/settings.h"
 
 namespace tt::backend::dist {
 
@@ -61,8 +62,7 @@ at::Tensor host_like(const at::Tensor& device) {
 }
 
 bool host_aliasing_enabled() {
-  const char* v = std::getenv("TORCH_TPU_DIST_ZERO_COPY");
-  return !(v && std::strcmp(v, "0") == 0);
+  return settings::Bool(settings::Id::TORCH_TPU_DIST_ZERO_COPY);
 }
 
 bool direct_write(const at::Tensor& device) {

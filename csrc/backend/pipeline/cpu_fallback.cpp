@@ -9,6 +9,7 @@
 #include <set>
 
 #include "backend/pipeline/eager_decomposition.h"
+#include "settings/settings.h"
 
 namespace tt::backend {
 
@@ -17,11 +18,11 @@ std::mutex g_mu;
 std::map<std::string, int64_t> g_counts;
 std::set<std::string> g_warned;
 
-std::string initial_mode() {
-  const char* m = std::getenv("TORCH_TPU_FALLBACK");
-  return m ? m : "warn";
+// TORCH_TPU_FALLBACK, read at first use (a bad value is that call's error).
+std::string& g_mode() {
+  static std::string mode = settings::Enum(settings::Id::TORCH_TPU_FALLBACK);
+  return mode;
 }
-std::string g_mode = initial_mode();
 
 std::string op_name(const c10::OperatorHandle& op) {
   const auto& n = op.schema().operator_name();
@@ -41,12 +42,12 @@ void set_fallback_mode(const std::string& mode) {
   TORCH_CHECK_VALUE(mode == "warn" || mode == "error" || mode == "silent",
                     "fallback mode must be 'warn', 'error' or 'silent', got '", mode, "'");
   std::lock_guard<std::mutex> lock(g_mu);
-  g_mode = mode;
+  g_mode() = mode;
 }
 
 std::string fallback_mode() {
   std::lock_guard<std::mutex> lock(g_mu);
-  return g_mode;
+  return g_mode();
 }
 
 void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& reason) {
@@ -54,10 +55,10 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   bool warn = false;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    TORCH_CHECK_NOT_IMPLEMENTED(g_mode != "error", "tpu: ", name, " would fall back to the CPU (", reason,
+    TORCH_CHECK_NOT_IMPLEMENTED(g_mode() != "error", "tpu: ", name, " would fall back to the CPU (", reason,
                                 ") and TORCH_TPU_FALLBACK=error forbids it");
     g_counts[name] += 1;
-    warn = g_mode == "warn" && g_warned.insert(name).second;
+    warn = g_mode() == "warn" && g_warned.insert(name).second;
   }
   if (warn)
     TORCH_WARN("tpu: ", name, " runs on the CPU (", reason,

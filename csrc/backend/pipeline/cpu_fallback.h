@@ -14,7 +14,7 @@ namespace tt::backend {
 void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& reason);
 std::map<std::string, int64_t> fallback_counts();
 void reset_fallback_counts();
-// "warn" (default), "error" or "silent"; read from TORCH_TPU_FALLBACK at load.
+// "warn" (default), "error" or "silent"; TORCH_TPU_FALLBACK, read at first use.
 void set_fallback_mode(const std::string& mode);
 std::string fallback_mode();
 

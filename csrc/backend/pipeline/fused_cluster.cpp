@@ -12,6 +12,7 @@
 #include "backend/device/storage_contents.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/graph.h"
+#include "settings/settings.h"
 
 namespace tt::backend::fused {
 namespace {
@@ -52,16 +53,15 @@ std::recursive_mutex g_mu;
 Cluster g_cluster;
 Stats g_stats;
 
-bool g_fused = [] {
-  const char* v = getenv("TORCH_TPU_EAGER_MODE");
-  return v && std::string(v) == "fused";
-}();
+// TORCH_TPU_EAGER_MODE, read at first use (a bad value is that call's error).
+bool& g_fused() {
+  static bool fused = settings::Enum(settings::Id::TORCH_TPU_EAGER_MODE) == "fused";
+  return fused;
+}
 
 size_t max_ops() {
   static size_t n = [] {
-    const char* v = getenv("TORCH_TPU_FUSED_MAX_OPS");
-    long x = v ? std::atol(v) : 0;
-    return x > 0 ? static_cast<size_t>(x) : size_t{512};
+    return static_cast<size_t>(settings::Int(settings::Id::TORCH_TPU_FUSED_MAX_OPS));
   }();
   return n;
 }
@@ -244,11 +244,11 @@ void set_mode(const std::string& m) {
   TORCH_CHECK(m == "strict" || m == "fused", "torch_tpu.set_eager_mode: expected 'strict' or 'fused', got '", m, "'");
   std::lock_guard<std::recursive_mutex> lock(g_mu);
   flush_locked("mode");
-  g_fused = m == "fused";
+  g_fused() = m == "fused";
 }
 
-std::string mode() { return g_fused ? "fused" : "strict"; }
-bool recording() { return g_fused && !launch_blocking(); }
+std::string mode() { return g_fused() ? "fused" : "strict"; }
+bool recording() { return g_fused() && !launch_blocking(); }
 
 uint64_t generation() {
   std::lock_guard<std::recursive_mutex> lock(g_mu);

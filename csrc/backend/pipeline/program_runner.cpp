@@ -15,6 +15,7 @@
 #include "backend/device/stream_events.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/device_check.h"
+#include "settings/settings.h"
 
 namespace tt::backend {
 namespace {
@@ -24,9 +25,7 @@ namespace {
 // bounded.
 size_t cache_capacity() {
   static size_t cap = [] {
-    const char* v = getenv("TORCH_TPU_PROGRAM_CACHE_ENTRIES");
-    long n = v ? std::atol(v) : 0;
-    return n > 0 ? static_cast<size_t>(n) : size_t{4096};
+    return static_cast<size_t>(settings::Int(settings::Id::TORCH_TPU_PROGRAM_CACHE_ENTRIES));
   }();
   return cap;
 }
@@ -130,7 +129,7 @@ runtime::ExecutablePtr compile_counted(const std::string& text, const std::vecto
                           : runtime::Runtime::Get().CompileReplicated(text, devices);
   } catch (const runtime::Error& e) {
     TORCH_CHECK(false, "tpu: XLA could not compile ", what, ": ", e.what(), hint,
-                getenv("TORCH_TPU_DUMP_FAILED") ? "\n" + text : "");
+                settings::Bool(settings::Id::TORCH_TPU_DUMP_FAILED) ? "\n" + text : "");
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!exe->from_disk()) {  // a load from the persistent cache is counted there (disk_hits)
@@ -162,8 +161,7 @@ runtime::ExecutablePtr replicated_program(const std::string& text, const std::ve
 
 bool donation_enabled() {
   static const bool on = [] {
-    const char* v = getenv("TORCH_TPU_DONATION");
-    return !(v && std::string(v) == "0");
+    return settings::Bool(settings::Id::TORCH_TPU_DONATION);
   }();
   return on;
 }
@@ -200,8 +198,7 @@ void ProgramArgs::add_rng(const std::optional<at::Generator>& gen, int device, i
 
 bool launch_blocking() {
   static const bool on = [] {
-    const char* v = getenv("TORCH_TPU_LAUNCH_BLOCKING");
-    return v && *v && std::string(v) != "0";
+    return settings::Bool(settings::Id::TORCH_TPU_LAUNCH_BLOCKING);
   }();
   return on;
 }

@@ -11,6 +11,8 @@ default), nothing is written and each step pays one environment lookup.
 import json
 import os
 
+from ... import settings
+
 ENV = "TORCH_TPU_VLLM_COUNTERS"
 # compile_stats keys worth a reader's time (the per-op tables are left out).
 _COMPILE_KEYS = ("graphs", "compiles", "recompiles", "compile_seconds", "bucketed_compiles")
@@ -22,7 +24,7 @@ def report(force: bool = False) -> None:
     """Writes the counters to $TORCH_TPU_VLLM_COUNTERS if they changed since
     the last write (or ``force``); a no-op when the variable is unset."""
     global _last_key
-    path = os.environ.get(ENV)
+    path = settings.get(ENV)
     if not path:
         return
     import torch_tpu

@@ -10,6 +10,8 @@ import torch
 from vllm.logger import init_logger
 from vllm.platforms.interface import Platform, PlatformEnum
 
+from ... import settings
+
 logger = init_logger(__name__)
 
 WORKER_CLASS = "torch_tpu.serving.vllm.worker.TpuWorker"
@@ -127,7 +129,7 @@ class TpuPlatform(Platform):
         compilation_config.cudagraph_capture_sizes = []
         model_config = vllm_config.model_config
         eager = (model_config is not None and model_config.enforce_eager) or (
-            os.environ.get("TORCH_TPU_VLLM_COMPILE", "1") == "0"
+            not settings.get("TORCH_TPU_VLLM_COMPILE")
         )
         if eager or compilation_config.mode == CompilationMode.NONE:
             compilation_config.mode = CompilationMode.NONE
@@ -154,7 +156,7 @@ class TpuPlatform(Platform):
         # does that under torchrun); a TPU's plugin shows its chips and
         # ignores the count.
         local_ranks = parallel_config.local_world_size * max(1, parallel_config.data_parallel_size_local)
-        if local_ranks > 1 and not os.environ.get("TORCH_TPU_NUM_DEVICES") and not os.environ.get("LOCAL_WORLD_SIZE"):
+        if local_ranks > 1 and settings.raw("TORCH_TPU_NUM_DEVICES") is None and not os.environ.get("LOCAL_WORLD_SIZE"):
             os.environ["TORCH_TPU_NUM_DEVICES"] = str(local_ranks)
 
     @classmethod
