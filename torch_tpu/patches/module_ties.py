@@ -11,6 +11,9 @@ import threading
 
 import torch
 
+from .record import Patch, mark, marked
+
+NAME = "module_ties"
 _state = threading.local()
 
 
@@ -25,7 +28,7 @@ def _shared_parameters(module):
 
 def install():
     original = torch.nn.Module._apply
-    if getattr(original, "_torch_tpu_keeps_ties", False):
+    if marked(original, NAME):
         return
 
     def _apply(self, fn, recurse=True):
@@ -45,5 +48,25 @@ def install():
                     mod._parameters[name] = moved
         return result
 
-    _apply._torch_tpu_keeps_ties = True
-    torch.nn.Module._apply = _apply
+    _apply.__wrapped__ = original
+    torch.nn.Module._apply = mark(_apply, NAME)
+
+
+def installed():
+    return marked(torch.nn.Module._apply, NAME)
+
+
+PATCH = Patch(
+    name=NAME,
+    targets=("torch.nn.Module._apply",),
+    reason=("Module.to('tpu') gives each module a new Parameter, because PyTorch's shallow-copy check "
+            "(torch._has_compatible_shallow_copy_type) knows only in-tree devices; parameters shared by two "
+            "modules (tied embedding and LM head) would come apart. After the outermost _apply, every group "
+            "of modules that shared one Parameter shares the moved one, as on CUDA."),
+    issue=None,
+    versions={"torch": ("2.13.0",)},
+    when="import torch_tpu",
+    scope="every Module._apply; it re-ties only parameters that were one Parameter before the call",
+    install=install,
+    installed=installed,
+)
