@@ -102,7 +102,7 @@ def test_every_module_of_the_folder_is_a_listed_patch():
 
 def test_patches_installed_at_import_are_in_place():
     assert {r.name for r in AT_IMPORT} == {
-        "xla_log_level", "module_ties", "data_parallel", "autograd_flush", "safetensors_load"}
+        "xla_log_level", "data_parallel", "autograd_flush", "safetensors_load"}
     for r in AT_IMPORT:
         assert r.installed(), r.name
         for target in r.targets:
@@ -117,11 +117,11 @@ def test_patches_installed_at_import_are_in_place():
 
 
 def test_install_is_idempotent():
-    before = (torch.nn.Module._apply, torch.nn.DataParallel.__init__, torch.autograd.backward,
+    before = (torch.nn.DataParallel.__init__, torch.autograd.backward,
               torch.autograd.grad, list(sys.meta_path))
     for r in AT_IMPORT:
         r.install()
-    after = (torch.nn.Module._apply, torch.nn.DataParallel.__init__, torch.autograd.backward,
+    after = (torch.nn.DataParallel.__init__, torch.autograd.backward,
              torch.autograd.grad, list(sys.meta_path))
     assert after == before
 
@@ -228,7 +228,7 @@ def test_live_process_holds_no_unlisted_patch():
     pytest.importorskip("safetensors.torch")
     listed = _installed_targets()
     found = dict(_torch_tpu_objects_in_libraries())
-    for name in ("torch.nn.modules.module.Module._apply", "torch.autograd.backward",
+    for name in ("torch.autograd.backward", "torch.autograd.grad",
                  "torch.nn.parallel.data_parallel.DataParallel.__init__"):
         assert name in found, f"the scan missed the listed {name}: it is blind"
     stray = [name for name, obj in found.items() if id(obj) not in listed]
@@ -364,7 +364,7 @@ def test_no_patch_in_the_source_outside_the_patches_folder():
 def test_the_source_scan_finds_the_listed_patches():
     found = [line for path in _source_files(PATCHES) for line in _patches_in_source(path)]
     text = "\n".join(found)
-    for expected in ("torch.nn.Module._apply", "torch.autograd", "sys.meta_path.insert", "py_impl",
+    for expected in ("torch.autograd", "sys.meta_path.insert", "py_impl",
                      "torch.cuda.Event", "gpu_model_runner.allocate_kv_cache", "os.environ.setdefault",
                      "VLLM_WORKER_MULTIPROC_METHOD"):
         assert expected in text, (expected, text)

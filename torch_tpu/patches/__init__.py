@@ -23,7 +23,6 @@ from . import (
     autograd_flush,
     data_parallel,
     dynamo_cudagraph_check,
-    module_ties,
     multilabel_margin_tracing,
     safetensors_load,
     sglang_server_args,
@@ -36,7 +35,6 @@ from .record import Patch, Status  # noqa: F401
 
 RECORDS = tuple(m.PATCH for m in (
     xla_log_level,
-    module_ties,
     data_parallel,
     autograd_flush,
     safetensors_load,
@@ -52,7 +50,7 @@ RECORDS = tuple(m.PATCH for m in (
 def install_at_import():
     """Installs the patches whose moment is `import torch_tpu`, after the
     extension has loaded (xla_log_level is installed before it loads)."""
-    for module in (safetensors_load, module_ties, data_parallel, autograd_flush):
+    for module in (safetensors_load, data_parallel, autograd_flush):
         module.install()
 
 

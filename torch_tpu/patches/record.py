@@ -17,7 +17,7 @@ class Patch:
     """What one patch changes, why, and how to install it and tell that it is.
 
     name: the module's name under torch_tpu/patches/.
-    targets: dotted names of what changes ("torch.nn.Module._apply");
+    targets: dotted names of what changes ("torch.nn.parallel.DataParallel.__init__");
         `sys.meta_path` for an import hook, `torch.ops.aten.<op>.<overload>
         [<DispatchKey>]` for a py_impl kernel, `os.environ[NAME]` for a
         variable another library reads, `<Class>.<field>` for engine settings.
