@@ -370,6 +370,24 @@ def test_the_source_scan_finds_the_listed_patches():
         assert expected in text, (expected, text)
 
 
+def test_cpp_registers_kernels_for_the_tpu_keys_only():
+    """A C++ kernel registered for another backend's key (CPU, CUDA, Autograd,
+    CompositeImplicitAutograd, ...) would change PyTorch's behaviour off tpu."""
+    import re
+
+    block = re.compile(r"TORCH_LIBRARY(_IMPL|_FRAGMENT)?\(\s*(\w+)\s*(?:,\s*(\w+))?")
+    found = []
+    for folder, _, files in os.walk(os.path.join(REPO, "csrc")):
+        for f in files:
+            if f.endswith((".cpp", ".h")):
+                path = os.path.join(folder, f)
+                for n, line in enumerate(open(path, errors="replace"), 1):
+                    for kind, ns, key in block.findall(line):
+                        if (kind != "_IMPL" and ns != "torch_tpu") or (kind == "_IMPL" and "PrivateUse1" not in key):
+                            found.append(f"{os.path.relpath(path, REPO)}:{n}: {line.strip()}")
+    assert not found, "C++ registrations outside the tpu keys (a patch: list it in torch_tpu/patches):\n" + "\n".join(found)
+
+
 # ---- the doc ---------------------------------------------------------------------------
 
 def test_docs_patches_md_is_current():
