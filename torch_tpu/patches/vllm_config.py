@@ -10,6 +10,10 @@ import os
 from .record import Patch
 
 NAME = "vllm_config"
+WORKER_CLASS = "torch_tpu.serving.vllm.worker.TpuWorker"
+COMPILER_CLASS = "torch_tpu.serving.vllm.compiler.TpuCompiler"
+# Tokens per KV cache block when the user does not choose one.
+DEFAULT_BLOCK_SIZE = 16
 _applied = False
 
 
@@ -17,8 +21,6 @@ def apply(vllm_config):
     """Adjusts vllm_config for tpu in place (TpuPlatform.check_and_update_config)."""
     global _applied
     from vllm.config import CompilationMode, CUDAGraphMode
-
-    from ..serving.vllm.platform import COMPILER_CLASS, DEFAULT_BLOCK_SIZE, WORKER_CLASS
 
     parallel_config = vllm_config.parallel_config
     if parallel_config.worker_cls == "auto":

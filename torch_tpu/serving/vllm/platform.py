@@ -8,13 +8,12 @@ import torch
 from vllm.logger import init_logger
 from vllm.platforms.interface import Platform, PlatformEnum
 
+from ...patches import vllm_config as tpu_config
+from ...patches.vllm_config import COMPILER_CLASS
+
 logger = init_logger(__name__)
 
-WORKER_CLASS = "torch_tpu.serving.vllm.worker.TpuWorker"
 ATTENTION_BACKEND_CLASS = "torch_tpu.serving.vllm.attention.TpuAttentionBackend"
-COMPILER_CLASS = "torch_tpu.serving.vllm.compiler.TpuCompiler"
-# Tokens per KV cache block when the user does not choose one.
-DEFAULT_BLOCK_SIZE = 16
 
 
 class TpuPlatform(Platform):
@@ -100,8 +99,6 @@ class TpuPlatform(Platform):
     @classmethod
     def check_and_update_config(cls, vllm_config) -> None:
         """Every field changed, and why: torch_tpu/patches/vllm_config.py."""
-        from ...patches import vllm_config as tpu_config
-
         tpu_config.apply(vllm_config)
 
     @classmethod
