@@ -5,7 +5,7 @@ alike (the test session has TORCH_TPU_NUM_DEVICES=2)."""
 import pytest
 import torch
 
-import torch_tpu._data_parallel as dp
+from torch_tpu.patches import data_parallel as dp
 
 
 @pytest.mark.parametrize("device_ids", [None, [0], [0, 1]])

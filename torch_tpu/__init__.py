@@ -11,14 +11,17 @@ import sys
 
 import torch
 
-# XLA's plugins log an INFO line per client to stderr; keep warnings and errors.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+# Every change to PyTorch's or another library's behaviour is a patch in
+# torch_tpu/patches (listed by torch_tpu.patches()); XLA's log level is set
+# before the extension loads a plugin.
+from .patches import xla_log_level as _xla_log_level
 
 # Every TORCH_TPU_* variable is declared in settings.def; a bad value stops
 # here, naming the variable, before the extension reads any of them.
 from . import settings  # noqa: E402
 
 settings.validate()
+_xla_log_level.install()
 
 from . import _plugin_search  # noqa: E402
 
@@ -55,22 +58,11 @@ from . import _autograd_exit  # noqa: E402
 
 _autograd_exit.install()
 
-from . import _safetensors_hook  # noqa: E402
+from . import patches  # noqa: E402
 
-_safetensors_hook.install()
+patches.install_at_import()
 
-from . import _module_ties  # noqa: E402
-
-_module_ties.install()
-
-from . import _data_parallel  # noqa: E402
-
-_data_parallel.install()
-
-from . import _eager_mode  # noqa: E402
 from ._eager_mode import eager_mode, fused_stats, get_eager_mode, reset_fused_stats, set_eager_mode  # noqa: E402,F401
-
-_eager_mode.install()
 
 from . import _eager_decompositions  # noqa: E402
 from ._eager_decompositions import decomposed_ops, reset_decomposed_ops  # noqa: E402,F401

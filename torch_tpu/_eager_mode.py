@@ -12,11 +12,10 @@ both modes; fused mode launches far fewer programs and lets XLA fuse them.
 
 TORCH_TPU_LAUNCH_BLOCKING=1 makes every op synchronous (and turns fusion
 off), so that an error is raised by the op that caused it.
+
+The end of a backward pass also ends a cluster (torch_tpu/patches/autograd_flush.py).
 """
 import contextlib
-import functools
-
-import torch
 
 from . import _C
 
@@ -55,26 +54,3 @@ def fused_stats():
 def reset_fused_stats():
     """Zeros the counters and forgets compiled cluster programs."""
     _C._reset_fused_stats()
-
-
-def _flush_after(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if _C._eager_mode() == "fused":
-                _C._fused_flush("backward")
-
-    wrapper._torch_tpu_flushes = True
-    return wrapper
-
-
-def install():
-    """The end of a backward pass ends a fused cluster: Tensor.backward()
-    calls torch.autograd.backward, so wrapping it (and autograd.grad) covers
-    both entry points."""
-    for name in ("backward", "grad"):
-        fn = getattr(torch.autograd, name)
-        if not getattr(fn, "_torch_tpu_flushes", False):
-            setattr(torch.autograd, name, _flush_after(fn))

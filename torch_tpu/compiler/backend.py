@@ -48,9 +48,9 @@ def tpu_backend(gm, example_inputs, **kwargs):
     from torch._dynamo.backends.common import aot_autograd
     from .compiled_graph import compile_ahead_enabled
     from .decompositions import tpu_decompositions
-    from . import dynamo_overrides, tracing_overrides
-    dynamo_overrides.install()
-    tracing_overrides.install()
+    from ..patches import dynamo_cudagraph_check, multilabel_margin_tracing
+    dynamo_cudagraph_check.install()
+    multilabel_margin_tracing.install()
     aot = aot_autograd(
         fw_compiler=_compiler("forward"),
         bw_compiler=_compiler("backward"),
@@ -75,6 +75,6 @@ def register():
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
     if "tpu" not in _BACKENDS:
         register_backend(tpu_backend, name="tpu")
-    from . import dynamo_overrides
-    dynamo_overrides.install()
+    from ..patches import dynamo_cudagraph_check
+    dynamo_cudagraph_check.install()
     _registered = True

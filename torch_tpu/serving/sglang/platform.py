@@ -14,7 +14,8 @@ from typing import Optional
 import torch
 from sglang.srt.platforms.interface import PlatformCapabilities, PlatformEnum, SRTPlatform
 
-ATTENTION_BACKEND = "torch_native"
+from ...patches import sglang_server_args
+from ...patches.sglang_server_args import ATTENTION_BACKEND
 DIST_BACKEND = "tpu_dist"
 COMPILE_BACKEND = "tpu"
 
@@ -106,8 +107,6 @@ class TpuSRTPlatform(SRTPlatform):
         return torch.device("tpu", local_rank)
 
     def apply_server_args_defaults(self, server_args) -> None:
-        """Defaults that keep SGLang on its plain-PyTorch paths on tpu."""
-        if getattr(server_args, "attention_backend", None) is None:
-            server_args.attention_backend = ATTENTION_BACKEND
-        if getattr(server_args, "sampling_backend", None) is None:
-            server_args.sampling_backend = "pytorch"
+        """Defaults that keep SGLang on its plain-PyTorch paths on tpu
+        (torch_tpu/patches/sglang_server_args.py)."""
+        sglang_server_args.apply(server_args)

@@ -8,12 +8,10 @@ sampler rows to ``padded_num_reqs``, so that every program a step runs is one
 the warm-up (warmup.py) built."""
 
 import dataclasses
-from contextlib import contextmanager
 
 import numpy as np
 import torch
 import torch.nn as nn
-import vllm.v1.worker.gpu_model_runner as gpu_model_runner
 from vllm.distributed.parallel_state import get_pp_group
 from vllm.logger import init_logger
 from vllm.model_executor.model_loader import get_model
@@ -21,85 +19,11 @@ from vllm.v1.kv_cache_interface import AttentionSpec
 from vllm.v1.outputs import LogprobsTensors
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
+from ...patches.vllm_cuda_streams import without_cuda_streams
+from ...patches.vllm_kv_cache import kv_cache_per_layer
 from .attention import bucket, padded_token_count
 
 logger = init_logger(__name__)
-
-
-class _NoEvent:
-    """Stands in for a CUDA event: tpu steps are ordered on one queue."""
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def record(self, *args, **kwargs):
-        pass
-
-    def synchronize(self):
-        pass
-
-    def wait(self, *args, **kwargs):
-        pass
-
-
-class _NoStream:
-    """Stands in for a side CUDA stream."""
-
-    def __init__(self, *args, **kwargs):
-        self.device = torch.device("tpu")
-
-    def wait_stream(self, *args, **kwargs):
-        pass
-
-    def synchronize(self):
-        pass
-
-
-@contextmanager
-def _without_cuda_streams():
-    """vLLM's runner creates CUDA events and streams while it is built."""
-    saved = torch.Event, torch.cuda.Event, torch.cuda.Stream
-    torch.Event, torch.cuda.Event, torch.cuda.Stream = _NoEvent, _NoEvent, _NoStream
-    try:
-        yield
-    finally:
-        torch.Event, torch.cuda.Event, torch.cuda.Stream = saved
-
-
-def _allocate_kv_cache_per_layer(kv_cache_config, device, layout, kernel_block_sizes=None):
-    """vLLM's KV cache views (one shape, dtype and layer per view), each backed
-    by a tpu storage of its own in the cache dtype instead of one shared int8
-    allocation. A tpu in-place write computes its whole storage's new buffer:
-    through a float view of the shared int8 buffer, one step's KV write to one
-    layer rewrote every layer's cache (about 100 ms per layer for a 64 MiB
-    cache); on its own storage it updates that buffer in place."""
-    views = _vllm_allocate_kv_cache(kv_cache_config, torch.device("meta"), layout, kernel_block_sizes)
-    owned, spans, caches = {}, [], {}
-    for name, view in views.items():
-        key = (view.storage_offset(), tuple(view.shape), tuple(view.stride()), view.dtype)
-        if key not in owned:
-            start = view.storage_offset() * view.element_size()
-            extent = 1 + sum((n - 1) * st for n, st in zip(view.shape, view.stride()) if n > 0)
-            end = start + extent * view.element_size()
-            if any(s < end and start < e for s, e in spans):
-                raise NotImplementedError("KV cache layers that share part of their memory are not supported on tpu")
-            spans.append((start, end))
-            owned[key] = torch.zeros(view.shape, dtype=view.dtype, device=device)
-        caches[name] = owned[key]
-    return caches
-
-
-_vllm_allocate_kv_cache = gpu_model_runner.allocate_kv_cache
-
-
-@contextmanager
-def _kv_cache_per_layer():
-    """vLLM's runner allocates the KV cache through its module's ``allocate_kv_cache``."""
-    gpu_model_runner.allocate_kv_cache = _allocate_kv_cache_per_layer
-    try:
-        yield
-    finally:
-        gpu_model_runner.allocate_kv_cache = _vllm_allocate_kv_cache
 
 
 # vLLM's built-in logits processors (min-p, logit bias, min tokens): they
@@ -111,7 +35,7 @@ class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device: torch.device):
         if device.type != "tpu":
             raise ValueError(f"TpuModelRunner runs on device tpu, not {device}")
-        with _without_cuda_streams():
+        with without_cuda_streams():
             super().__init__(vllm_config, device)
         self.use_cuda_graph = False
         # Host copies of step buffers that are plain device tensors in vLLM.
@@ -309,7 +233,7 @@ class TpuModelRunner(GPUModelRunner):
             self.model = self.load_lora_model(self.model, self.vllm_config, self.device)
 
     def initialize_kv_cache_tensors(self, *args, **kwargs) -> dict[str, torch.Tensor]:
-        with _kv_cache_per_layer():
+        with kv_cache_per_layer():
             return super().initialize_kv_cache_tensors(*args, **kwargs)
 
     def get_model(self) -> nn.Module:

@@ -14,6 +14,9 @@ import functools
 
 import torch
 
+from .record import Patch, mark, marked
+
+NAME = "data_parallel"
 MESSAGE = ("torch.nn.DataParallel cannot run on tpu: its scatter, gather and broadcast "
            "(torch._C._scatter, _gather, _broadcast_coalesced) exist only in CUDA builds of PyTorch. "
            "Call the module directly on one tpu device, or use "
@@ -29,7 +32,7 @@ def _picks_tpu():
 def install():
     cls = torch.nn.parallel.DataParallel
     original = cls.__init__
-    if getattr(original, "_torch_tpu_guard", False):
+    if marked(original, NAME):
         return
 
     @functools.wraps(original)
@@ -38,5 +41,24 @@ def install():
             raise RuntimeError(MESSAGE)
         original(self, *args, **kwargs)
 
-    __init__._torch_tpu_guard = True
-    cls.__init__ = __init__
+    cls.__init__ = mark(__init__, NAME)
+
+
+def installed():
+    return marked(torch.nn.parallel.DataParallel.__init__, NAME)
+
+
+PATCH = Patch(
+    name=NAME,
+    targets=("torch.nn.parallel.DataParallel.__init__",),
+    reason=("DataParallel's scatter, gather and broadcast (torch._C._scatter, _gather, _broadcast_coalesced) "
+            "exist only in CUDA builds of PyTorch; a DataParallel that picks tpu would move the module and then "
+            "fail in forward with \"torch._C has no attribute '_scatter'\". It raises at construction instead, "
+            "naming DistributedDataParallel."),
+    issue="https://github.com/pytorch/pytorch/issues/143239",
+    versions={"torch": ("2.13.0",)},
+    when="import torch_tpu",
+    scope="only a DataParallel that would pick tpu (no CUDA); one that picks CUDA or nothing is untouched",
+    install=install,
+    installed=installed,
+)

@@ -8,6 +8,10 @@ uploaded to the tpu; every other device goes to the original function
 unchanged. save_file needs nothing: it already moves tensors to the CPU.
 Not covered: safetensors.safe_open(path, "pt", device="tpu"), which is the
 Rust class itself (open it on "cpu" and call .to("tpu")).
+
+safetensors is optional, and importing it costs time, so nothing imports it
+here: an import hook on sys.meta_path wraps load_file when the program first
+imports safetensors.torch.
 """
 import functools
 import importlib.abc
@@ -16,6 +20,9 @@ import sys
 
 import torch
 
+from .record import Patch, mark, marked
+
+NAME = "safetensors_load"
 _TARGET = "safetensors.torch"
 
 
@@ -27,7 +34,7 @@ def _is_tpu(device):
 
 def _wrap(module):
     original = module.load_file
-    if getattr(original, "_torch_tpu_wrapped", False):
+    if marked(original, NAME):
         return
 
     @functools.wraps(original)
@@ -36,8 +43,7 @@ def _wrap(module):
             return original(filename, device=device, **kwargs)
         return {k: v.to(device) for k, v in original(filename, device="cpu", **kwargs).items()}
 
-    load_file._torch_tpu_wrapped = True
-    module.load_file = load_file
+    module.load_file = mark(load_file, NAME)
 
 
 class _Loader(importlib.abc.Loader):
@@ -64,8 +70,35 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+mark(_Finder, NAME)
+
+
 def install():
     if _TARGET in sys.modules:
         _wrap(sys.modules[_TARGET])
     elif not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
+
+
+def installed():
+    """load_file is wrapped once safetensors.torch is imported; until then the hook waits for it."""
+    module = sys.modules.get(_TARGET)
+    if module is not None:
+        return marked(module.load_file, NAME)
+    return any(isinstance(f, _Finder) for f in sys.meta_path)
+
+
+PATCH = Patch(
+    name=NAME,
+    targets=("safetensors.torch.load_file", "sys.meta_path"),
+    reason=("safetensors' Rust reader accepts a fixed list of device names and refuses 'tpu' before reading; "
+            "load_file(path, device='tpu') (and load_model, which calls it) reads on the CPU, memory-mapped, "
+            "and uploads each tensor. An import hook wraps load_file when safetensors.torch is first imported, "
+            "so that importing torch_tpu does not import safetensors."),
+    issue="https://github.com/safetensors/safetensors/pull/786",
+    versions={"safetensors": ("0.8.0",), "torch": ("2.13.0",)},
+    when="import torch_tpu (the hook); first import of safetensors.torch (the wrapper)",
+    scope="only device='tpu'; every other device goes to safetensors' own load_file unchanged",
+    install=install,
+    installed=installed,
+)
