@@ -77,6 +77,20 @@ from . import distributed as _distributed  # noqa: E402
 _distributed.register()
 _tpu_module.distributed = _distributed  # torch.tpu.distributed.set_tpu_launch_env, as in TorchTPU
 sys.modules.setdefault("torch.tpu.distributed", _distributed)
+sys.modules.setdefault("torch.tpu.distributed.environment", _distributed.environment)
+
+# TorchTPU's other names: torch.backends.tpu, torch.tpu.api, and Hugging Face
+# accelerate's default device (torch_tpu/_accelerate_default.py).
+from . import backends_tpu as _backends_tpu  # noqa: E402
+
+_backends_tpu.install()
+from . import api  # noqa: E402
+
+_tpu_module.api = api
+sys.modules.setdefault("torch.tpu.api", api)
+from . import _accelerate_default  # noqa: E402
+
+_accelerate_default.install()
 
 __version__ = "0.1.0"
 

@@ -117,11 +117,11 @@ void program_cache_clear(std::optional<ProgramMode> mode) {
 }
 
 runtime::ExecutablePtr compile_program(const std::string& text, ProgramMode mode, const std::string& what,
-                                       const std::string& hint) {
+                                       const std::string& hint, const runtime::CompileOverrides* overrides) {
   auto t0 = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe;
   try {
-    exe = runtime::Runtime::Get().Compile(text);
+    exe = runtime::Runtime::Get().Compile(text, overrides ? *overrides : runtime::CurrentCompileOverrides());
   } catch (const runtime::Error& e) {
     TORCH_CHECK(false, "tpu: XLA could not compile ", what, ": ", e.what(), hint,
                 getenv("TORCH_TPU_DUMP_FAILED") ? "\n" + text : "");

@@ -18,6 +18,7 @@
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
 #include "runtime/sha256.h"
+#include "runtime/visible_devices.h"
 
 namespace tt::runtime {
 
@@ -296,6 +297,7 @@ void Runtime::Init() {
   ad.client = static_cast<PJRT_Client*>(client_);
   ThrowIfError(api, api.Client_AddressableDevices(&ad), "PJRT_Client_AddressableDevices");
   for (size_t i = 0; i < ad.num_addressable_devices; ++i) devices_.push_back(ad.addressable_devices[i]);
+  devices_ = SelectVisibleDevices(devices_, EnvStr("TPU_VISIBLE_DEVICES"));
   if (devices_.empty())
     throw Error(9, "PJRT plugin " + info_.path + " reports no addressable devices.");
 
@@ -558,13 +560,17 @@ BufferPtr Runtime::CopyToDevice(const Buffer& src, int device) {
   return std::make_shared<Buffer>(a.dst_buffer, src.type(), src.dims(), device);
 }
 
-ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
+ExecutablePtr Runtime::Compile(const std::string& mlir_text) { return Compile(mlir_text, CurrentCompileOverrides()); }
+
+ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverrides& overrides) {
   const auto& api = *state_->api;
   CompileCache& cache = *state_->cache;
   const bool use_disk = cache.enabled() && can_serialize();
+  const std::string extra_options = overrides.serialized();
   Digest key{};
   if (use_disk) {
     Sha256 h = state_->key_prefix;
+    if (!extra_options.empty()) HashField(h, extra_options);
     HashField(h, mlir_text);
     key = h.Final();
     std::string payload;
@@ -591,8 +597,8 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
     }
   }
 
-  PJRT_LoadedExecutable* loaded =
-      detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text, detail::CompileOptionsBytes());
+  PJRT_LoadedExecutable* loaded = detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text,
+                                                      detail::CompileOptionsBytes() + extra_options);
   std::string serialized;
   double serialize_seconds = 0;
   ExecutablePtr exe = WrapLoaded(loaded, /*from_disk=*/false, use_disk ? &serialized : nullptr,

@@ -1,0 +1,29 @@
+#include "backend/precision_settings.h"
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/compile_options.h"
+
+namespace tt::backend {
+namespace {
+std::atomic<int> g_matmul_precision{-1};
+}
+
+int matmul_precision_override() { return g_matmul_precision.load(); }
+
+void set_matmul_precision_override(int precision) {
+  if (precision < -1 || precision > 2)
+    throw std::invalid_argument("tpu matmul precision " + std::to_string(precision) + " is not -1, 0, 1 or 2");
+  g_matmul_precision = precision;
+}
+
+void bind_precision_settings(pybind11::module_& m) {
+  m.def("_matmul_precision_override", &matmul_precision_override);
+  m.def("_set_matmul_precision_override", &set_matmul_precision_override);
+  m.def("_allow_excess_precision", [] { return runtime::CurrentCompileOverrides().allow_excess_precision; });
+  m.def("_set_allow_excess_precision", &runtime::SetAllowExcessPrecision);
+}
+
+}  // namespace tt::backend

@@ -1,0 +1,47 @@
+"""torch.backends.tpu: compiler settings of tpu programs (TorchTPU's name).
+
+``torch.backends.tpu.allow_excess_precision`` (bool, default True, XLA's own
+default) is XLA's ``xla_allow_excess_precision`` for every program compiled
+from then on. True lets XLA drop a rounding the program asks for when it
+keeps a wider value anyway (a bfloat16 matmul result used in float32 keeps
+float32 bits inside one fused program or compiled graph); False makes every
+rounding happen where the program says, as PyTorch's CPU kernels do. One op
+per program (strict eager) has no such freedom: its result is stored in its
+dtype. Each setting has its own programs in the caches (in memory and on
+disk). Pending fused eager work runs before the setting changes.
+
+Hugging Face's ``kernels`` detects a TPU by ``hasattr(torch.backends, "tpu")``.
+"""
+import sys
+import types
+
+import torch
+
+from . import _C
+
+
+class _TpuBackendModule(types.ModuleType):
+    @property
+    def allow_excess_precision(self):
+        return _C._allow_excess_precision()
+
+    @allow_excess_precision.setter
+    def allow_excess_precision(self, value):
+        if not isinstance(value, bool):
+            raise TypeError(f"torch.backends.tpu.allow_excess_precision must be a bool, got {type(value).__name__}")
+        if value != _C._allow_excess_precision():
+            _C._fused_flush("python")  # recorded work compiles with the setting it was recorded under
+            _C._set_allow_excess_precision(value)
+
+    def is_available(self):
+        """True when a PJRT plugin runs the tpu device (torch.tpu.is_available())."""
+        return torch.tpu.is_available()
+
+
+def install():
+    """Makes this module ``torch.backends.tpu`` (idempotent)."""
+    module = sys.modules[__name__]
+    if not isinstance(module, _TpuBackendModule):
+        module.__class__ = _TpuBackendModule
+    sys.modules.setdefault("torch.backends.tpu", module)
+    torch.backends.tpu = module
