@@ -1,6 +1,7 @@
 """TorchTPU's cache telemetry names on torch.tpu: ``_clear_cache()``,
-``_get_cache_stats()``, ``_hbm_usage_summary()``, over this project's program
-cache (torch_tpu.cache_info())."""
+``_get_cache_stats()``, ``_get_cache_hits()``, ``_get_cache_misses()``,
+``_hbm_usage_summary()``, over this project's program cache
+(torch_tpu.cache_info())."""
 import dataclasses
 
 from . import _C
@@ -41,6 +42,14 @@ def _get_cache_stats():
         num_entries=info["entries"],
         num_evictions=info["evictions"],
     )
+
+
+def _get_cache_hits():
+    return _C._cache_info()["hits"]
+
+
+def _get_cache_misses():
+    return _C._cache_info()["misses"]
 
 
 def _hbm_usage_summary():
