@@ -88,6 +88,17 @@ def test_default_precision_is_one_bf16_pass_with_f32_accumulation():
     torch.testing.assert_close((a.to("tpu") @ b.to("tpu")).cpu(), one_pass, rtol=1e-6, atol=1e-5)
 
 
+def test_convolution_follows_the_precision():
+    g = torch.Generator().manual_seed(2)
+    x, w = torch.randn(2, 3, 9, 9, generator=g), torch.randn(4, 3, 3, 3, generator=g)
+    conv = torch.nn.functional.conv2d
+    torch.testing.assert_close(conv(x.to("tpu"), w.to("tpu")).cpu(), conv(x, w), rtol=1e-5, atol=1e-5)
+    with torch.tpu.precision(P.DEFAULT):
+        got = conv(x.to("tpu"), w.to("tpu")).cpu()
+    torch.testing.assert_close(got, conv(x.bfloat16().float(), w.bfloat16().float()), rtol=1e-5, atol=1e-5)
+    assert (got - conv(x, w)).abs().max() > 1e-3
+
+
 def test_precision_reaches_fused_and_compiled_programs(fused):
     a = torch.eye(16) * ONE_PLUS
     ad = a.to("tpu")
