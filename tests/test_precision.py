@@ -25,6 +25,7 @@ def _restore():
     torch.tpu.precision(None)
     torch.set_float32_matmul_precision(old)
     torch.backends.tpu.allow_excess_precision = True
+    torch.backends.tpu.xla_optimization_level = None
 
 
 def test_default_follows_pytorch_highest():
@@ -196,3 +197,20 @@ def test_out_dtype_bad_input():
     a = torch.randn(2, 3, device="tpu")
     with pytest.raises(RuntimeError, match="out_dtype must be the same as input dtype or fp32"):
         torch.mm(a, a.t(), out_dtype=torch.bfloat16)
+
+
+def test_xla_optimization_level_compiles_its_own_programs():
+    assert torch.backends.tpu.xla_optimization_level is None
+    x = torch.randn(6, 5)
+    xd = x.to("tpu")
+    torch.testing.assert_close((xd.exp() * 2).cpu(), x.exp() * 2)
+    before = misses()
+    torch.backends.tpu.xla_optimization_level = 0
+    assert torch.backends.tpu.xla_optimization_level == 0
+    torch.testing.assert_close((xd.exp() * 2).cpu(), x.exp() * 2)
+    assert misses() >= before + 2  # exp and mul, compiled again at level 0
+    with pytest.raises(ValueError, match="not 0..3"):
+        torch.backends.tpu.xla_optimization_level = 7
+    with pytest.raises(TypeError, match="None or an int"):
+        torch.backends.tpu.xla_optimization_level = "fast"
+    assert torch.backends.tpu.xla_optimization_level == 0

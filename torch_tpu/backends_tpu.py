@@ -10,6 +10,11 @@ per program (strict eager) has no such freedom: its result is stored in its
 dtype. Each setting has its own programs in the caches (in memory and on
 disk). Pending fused eager work runs before the setting changes.
 
+``torch.backends.tpu.xla_optimization_level`` (None: the plugin's default, or
+0..3) is XLA's ``xla_backend_optimization_level`` for programs compiled from
+then on (lower levels compile faster and may run slower); each level has its
+own programs in the caches.
+
 Hugging Face's ``kernels`` detects a TPU by ``hasattr(torch.backends, "tpu")``.
 """
 import sys
@@ -32,6 +37,20 @@ class _TpuBackendModule(types.ModuleType):
         if value != _C._allow_excess_precision():
             _C._fused_flush("python")  # recorded work compiles with the setting it was recorded under
             _C._set_allow_excess_precision(value)
+
+    @property
+    def xla_optimization_level(self):
+        level = _C._xla_optimization_level()
+        return None if level < 0 else level
+
+    @xla_optimization_level.setter
+    def xla_optimization_level(self, value):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"torch.backends.tpu.xla_optimization_level must be None or an int, got {value!r}")
+        level = -1 if value is None else value
+        if level != _C._xla_optimization_level():
+            _C._fused_flush("python")
+            _C._set_xla_optimization_level(level)  # ValueError outside 0..3
 
     def is_available(self):
         """True when a PJRT plugin runs the tpu device (torch.tpu.is_available())."""

@@ -87,8 +87,9 @@ class precision:
 
 def _numerics():
     """What selects a program's numerics besides its inputs (the compiled-graph
-    caches key by it): the effective precision and allow_excess_precision."""
-    return (get_precision().value, _C._allow_excess_precision())
+    caches key by it): the effective precision and the XLA options
+    (torch.backends.tpu)."""
+    return (get_precision().value, _C._allow_excess_precision(), _C._xla_optimization_level())
 
 
 __all__ = ["Precision", "get_precision", "precision"]

@@ -1,5 +1,5 @@
 #include "backend/executor.h"
-#include "backend/precision_settings.h"
+#include "backend/compile_settings.h"
 
 #include <ATen/ATen.h>
 #include <ATen/native/Resize.h>

@@ -30,7 +30,7 @@ void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHa
                  torch::jit::Stack* stack);
 
 // The float32 matmul precision as the lowering layer names it:
-// torch.tpu.precision's when set (precision_settings.h), else
+// torch.tpu.precision's when set (compile_settings.h), else
 // torch.get_float32_matmul_precision()'s.
 lowering::MatmulPrecision current_matmul_precision();
 

@@ -14,7 +14,7 @@
 #include "backend/fused_cluster.h"
 #include "backend/generator.h"
 #include "backend/graph_bindings.h"
-#include "backend/precision_settings.h"
+#include "backend/compile_settings.h"
 #include "backend/oom_count.h"
 #include "backend/op_registration.h"
 #include "backend/program_runner.h"
@@ -87,7 +87,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
-  backend::bind_precision_settings(m);
+  backend::bind_compile_settings(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);

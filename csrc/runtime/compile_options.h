@@ -13,10 +13,15 @@ namespace tt::runtime {
 // they were.
 struct CompileOverrides {
   bool allow_excess_precision = true;  // xla_allow_excess_precision (XLA's default: true)
+  int optimization_level = -1;         // xla_backend_optimization_level; -1: the plugin's default
 
-  bool is_default() const { return allow_excess_precision; }
+  bool is_default() const { return allow_excess_precision && optimization_level < 0; }
   // A short tag for in-memory program cache keys: "" for the defaults.
-  std::string key() const { return allow_excess_precision ? "" : "|strict-rounding"; }
+  std::string key() const {
+    std::string k = allow_excess_precision ? "" : "|strict-rounding";
+    if (optimization_level >= 0) k += "|O" + std::to_string(optimization_level);
+    return k;
+  }
   // The serialized env_option_overrides entries ("" for the defaults), to be
   // appended to a serialized CompileOptionsProto.
   std::string serialized() const;
@@ -25,5 +30,7 @@ struct CompileOverrides {
 // The process-wide overrides new programs compile with (torch.backends.tpu).
 CompileOverrides CurrentCompileOverrides();
 void SetAllowExcessPrecision(bool allow);
+// -1 (the plugin's default) or 0..3; Error (invalid argument) otherwise.
+void SetOptimizationLevel(int level);
 
 }  // namespace tt::runtime

@@ -1,5 +1,6 @@
-// The numerics settings of tpu programs that Python sets: torch.tpu.precision
-// and torch.backends.tpu.allow_excess_precision, both per process.
+// The settings of tpu programs that Python sets, all per process:
+// torch.tpu.precision (lowering), torch.backends.tpu.allow_excess_precision
+// and xla_optimization_level (XLA options, runtime/compile_options.h).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -15,6 +16,6 @@ namespace tt::backend {
 int matmul_precision_override();
 void set_matmul_precision_override(int precision);
 
-void bind_precision_settings(pybind11::module_& m);
+void bind_compile_settings(pybind11::module_& m);
 
 }  // namespace tt::backend

@@ -1,10 +1,10 @@
-#include "backend/precision_settings.h"
+#include "backend/compile_settings.h"
 
 #include <atomic>
 #include <stdexcept>
 #include <string>
 
-#include "runtime/compile_options.h"
+#include "runtime/runtime.h"
 
 namespace tt::backend {
 namespace {
@@ -19,11 +19,19 @@ void set_matmul_precision_override(int precision) {
   g_matmul_precision = precision;
 }
 
-void bind_precision_settings(pybind11::module_& m) {
+void bind_compile_settings(pybind11::module_& m) {
   m.def("_matmul_precision_override", &matmul_precision_override);
   m.def("_set_matmul_precision_override", &set_matmul_precision_override);
   m.def("_allow_excess_precision", [] { return runtime::CurrentCompileOverrides().allow_excess_precision; });
   m.def("_set_allow_excess_precision", &runtime::SetAllowExcessPrecision);
+  m.def("_xla_optimization_level", [] { return runtime::CurrentCompileOverrides().optimization_level; });
+  m.def("_set_xla_optimization_level", [](int level) {
+    try {
+      runtime::SetOptimizationLevel(level);
+    } catch (const runtime::Error& e) {
+      throw std::invalid_argument(e.what());
+    }
+  });
 }
 
 }  // namespace tt::backend
