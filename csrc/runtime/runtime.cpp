@@ -17,6 +17,7 @@
 #include "runtime/host_heap.h"
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
+#include "runtime/program_dump.h"
 #include "runtime/sha256.h"
 #include "runtime/visible_devices.h"
 
@@ -565,6 +566,9 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text) { return Compile(ml
 ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverrides& overrides) {
   const auto& api = *state_->api;
   CompileCache& cache = *state_->cache;
+  // With TORCH_TPU_DUMP_DIR, every program is compiled (not loaded from disk)
+  // so that XLA writes its compiled form next to the StableHLO.
+  const bool dump = !DumpDir().empty();
   const bool use_disk = cache.enabled() && can_serialize();
   const std::string extra_options = overrides.serialized();
   Digest key{};
@@ -574,7 +578,7 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverri
     HashField(h, mlir_text);
     key = h.Final();
     std::string payload;
-    if (cache.Get(key, &payload) == CompileCache::Lookup::Found) {
+    if (!dump && cache.Get(key, &payload) == CompileCache::Lookup::Found) {
       auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
       d.client = static_cast<PJRT_Client*>(client_);
       d.serialized_executable = payload.data();
@@ -597,8 +601,10 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverri
     }
   }
 
+  std::string dump_options;
+  if (dump) dump_options = DumpProgram(ToHex(Sha256::Of(extra_options + mlir_text)), mlir_text);
   PJRT_LoadedExecutable* loaded = detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text,
-                                                      detail::CompileOptionsBytes() + extra_options);
+                                                      detail::CompileOptionsBytes() + extra_options + dump_options);
   std::string serialized;
   double serialize_seconds = 0;
   ExecutablePtr exe = WrapLoaded(loaded, /*from_disk=*/false, use_disk ? &serialized : nullptr,
