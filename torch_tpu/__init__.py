@@ -142,6 +142,17 @@ def persistent_cache_dir():
     return _C._persistent_cache_dir()
 
 
+def shared_cache_info():
+    """The second tier of the persistent compile cache, at the folder
+    TORCH_TPU_SHARED_CACHE_DIR names (one that several hosts share), or None
+    when it is off: its folder, this process's hits, misses, rejected
+    (corrupt or mismatched entries, replaced), writes and write_errors, and
+    the folder's bytes and entries. A local miss reads through to it (an
+    entry found is copied into the local cache); a compiled program is
+    written to both. No size cap is applied to it."""
+    return _C._shared_cache_info()
+
+
 def fallback_ops():
     """{op name: calls} for ops that ran on the CPU because no rule lowered them."""
     return dict(_C._fallback_ops())

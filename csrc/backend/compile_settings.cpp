@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/runtime.h"
+#include "runtime/shared_cache.h"
 
 namespace tt::backend {
 namespace {
@@ -24,6 +25,24 @@ void bind_compile_settings(pybind11::module_& m) {
   m.def("_set_matmul_precision_override", &set_matmul_precision_override);
   m.def("_allow_excess_precision", [] { return runtime::CurrentCompileOverrides().allow_excess_precision; });
   m.def("_set_allow_excess_precision", &runtime::SetAllowExcessPrecision);
+  m.def("_shared_cache_info", []() -> pybind11::object {
+    runtime::Runtime::Get();  // the tier is used once the runtime compiles
+    runtime::CompileCache* shared = runtime::SharedCompileCache();
+    if (!shared) return pybind11::none();
+    auto s = shared->stats();
+    int64_t bytes = 0, entries = 0;
+    shared->Usage(&bytes, &entries);
+    pybind11::dict d;
+    d["dir"] = shared->config().dir;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["rejected"] = s.rejected;
+    d["writes"] = s.writes;
+    d["write_errors"] = s.write_errors;
+    d["bytes"] = bytes;
+    d["entries"] = entries;
+    return d;
+  });
   m.def("_xla_optimization_level", [] { return runtime::CurrentCompileOverrides().optimization_level; });
   m.def("_set_xla_optimization_level", [](int level) {
     try {

@@ -19,6 +19,7 @@
 #include "runtime/pjrt_internal.h"
 #include "runtime/program_dump.h"
 #include "runtime/sha256.h"
+#include "runtime/shared_cache.h"
 #include "runtime/visible_devices.h"
 
 namespace tt::runtime {
@@ -570,33 +571,46 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverri
   // so that XLA writes its compiled form next to the StableHLO.
   const bool dump = !DumpDir().empty();
   const bool use_disk = cache.enabled() && can_serialize();
+  CompileCache* shared = use_disk ? SharedCompileCache() : nullptr;  // shared_cache.h
   const std::string extra_options = overrides.serialized();
   Digest key{};
+  // Loads the entry of `tier` for `key`; null when absent, rejected or not loadable.
+  auto load = [&](CompileCache& tier, std::string* payload) -> ExecutablePtr {
+    if (tier.Get(key, payload) != CompileCache::Lookup::Found) return nullptr;
+    auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
+    d.client = static_cast<PJRT_Client*>(client_);
+    d.serialized_executable = payload->data();
+    d.serialized_executable_size = payload->size();
+    auto t0 = std::chrono::steady_clock::now();
+    auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    try {
+      detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
+      ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
+      tier.RecordHit(since());
+      return exe;
+    } catch (const Error& e) {
+      // A checksummed entry the plugin will not load (another plugin build
+      // with the same version string, say): compile and replace it.
+      tier.RecordUnusable(since());
+      if (detail::LogEnabled())
+        std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", tier.EntryPath(key).c_str(),
+                     e.what());
+      return nullptr;
+    }
+  };
   if (use_disk) {
     Sha256 h = state_->key_prefix;
     if (!extra_options.empty()) HashField(h, extra_options);
     HashField(h, mlir_text);
     key = h.Final();
     std::string payload;
-    if (!dump && cache.Get(key, &payload) == CompileCache::Lookup::Found) {
-      auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
-      d.client = static_cast<PJRT_Client*>(client_);
-      d.serialized_executable = payload.data();
-      d.serialized_executable_size = payload.size();
-      auto t0 = std::chrono::steady_clock::now();
-      auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-      try {
-        detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
-        ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
-        cache.RecordHit(since());
-        return exe;
-      } catch (const Error& e) {
-        // A checksummed entry the plugin will not load (another plugin build
-        // with the same version string, say): compile and replace it.
-        cache.RecordUnusable(since());
-        if (detail::LogEnabled())
-          std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", cache.EntryPath(key).c_str(),
-                       e.what());
+    if (!dump) {
+      if (ExecutablePtr exe = load(cache, &payload)) return exe;
+      if (shared) {
+        if (ExecutablePtr exe = load(*shared, &payload)) {
+          cache.Put(key, payload);  // read-through: the next run finds it locally
+          return exe;
+        }
       }
     }
   }
@@ -609,7 +623,10 @@ ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverri
   double serialize_seconds = 0;
   ExecutablePtr exe = WrapLoaded(loaded, /*from_disk=*/false, use_disk ? &serialized : nullptr,
                                  &serialize_seconds);
-  if (!serialized.empty()) cache.Put(key, serialized, serialize_seconds);
+  if (!serialized.empty()) {
+    cache.Put(key, serialized, serialize_seconds);
+    if (shared) shared->Put(key, serialized);  // write-back
+  }
   return exe;
 }
 
