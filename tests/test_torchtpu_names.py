@@ -157,3 +157,18 @@ def test_tpu_visible_devices_limits_device_count():
     r = run_python("import torch, torch_tpu; torch.ones(1, device='tpu')",
                    TORCH_TPU_NUM_DEVICES="4", TPU_VISIBLE_DEVICES="0,0")
     assert r.returncode != 0 and "TPU_VISIBLE_DEVICES=0,0: device 0 is listed twice" in r.stderr
+
+
+def test_rank_applies_the_parent_step_when_its_group_starts():
+    code = (
+        "import os, torch, torch.distributed as dist, torch_tpu\n"
+        "dist.init_process_group('tpu_dist')\n"
+        "t = torch.ones(2, device='tpu'); dist.all_reduce(t)\n"
+        "print(os.environ['TPU_PROCESS_ADDRESSES'], os.environ['TPU_PROCESS_PORT'], os.environ['TPU_PROCESS_BOUNDS'],"
+        " t.tolist())\n"
+    )
+    r = run_python(code, RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", GROUP_RANK="0",
+                   MASTER_ADDR="localhost", MASTER_PORT=str(29500 + os.getpid() % 1000),
+                   TORCH_TPU_SLICEBUILDER_ADDRESSES="localhost:9123", TORCH_TPU_TOPOLOGY="1x1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["localhost:9123", "9123", "1,1,1", "[1.0,", "1.0]"]
