@@ -2,12 +2,14 @@
 
 ``torch.backends.tpu.allow_excess_precision`` (bool, default True, XLA's own
 default) is XLA's ``xla_allow_excess_precision`` for every program compiled
-from then on. True lets XLA drop a rounding the program asks for when it
-keeps a wider value anyway (a bfloat16 matmul result used in float32 keeps
-float32 bits inside one fused program or compiled graph); False makes every
-rounding happen where the program says, as PyTorch's CPU kernels do. One op
-per program (strict eager) has no such freedom: its result is stored in its
-dtype. Each setting has its own programs in the caches (in memory and on
+from then on. True lets XLA skip a rounding to a narrower float type that the
+program states when it can keep the wider value (a bfloat16 matmul result
+used in float32 may keep float32 bits within one program: TorchTPU shows this
+on TPUs, XLA's GPU compiler removes such round trips); False makes every
+rounding happen where the program says, as PyTorch's CPU kernels do. XLA's
+CPU plugin keeps the roundings of this project's programs either way. One op
+per program (strict eager) stores its result in its dtype whatever the
+setting. Each setting has its own programs in the caches (in memory and on
 disk). Pending fused eager work runs before the setting changes.
 
 ``torch.backends.tpu.xla_optimization_level`` (None: the plugin's default, or
