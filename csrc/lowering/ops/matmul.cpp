@@ -61,8 +61,9 @@ TT_RULE({"aten::bmm"}, [](Builder& b, const Args& a, const Context& c) {
 });
 TT_PADDING({"aten::bmm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
 
-// out_dtype= products (mm.dtype, bmm.dtype, addmm.dtype, baddbmm.dtype, as
-// CUDA has them): f16/bf16 inputs with a float32 result keep the float32
+// out_dtype= products (mm.dtype, bmm.dtype, addmm.dtype, as CUDA has them;
+// not baddbmm.dtype: PyTorch 2.13's meta function for it, its baddbmm
+// decomposition, takes out_dtype for beta and raises): f16/bf16 inputs with a float32 result keep the float32
 // accumulator unrounded; an out_dtype equal to the inputs' is the plain op.
 // PyTorch's meta kernels check the dtypes and give the result type.
 TT_RULE({"aten::mm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
@@ -73,10 +74,6 @@ TT_RULE({"aten::bmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
 });
 TT_RULE({"aten::addmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
   Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, compute_dtype(c.out().dtype));
-  return Values{convert_dtype(b, add_scaled(b, a[0], p, opt(a, 4), opt(a, 5)), c.out().dtype)};
-});
-TT_RULE({"aten::baddbmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
-  Value p = product(b, a[1].value(), a[2].value(), {0}, {0}, {2}, {1}, compute_dtype(c.out().dtype));
   return Values{convert_dtype(b, add_scaled(b, a[0], p, opt(a, 4), opt(a, 5)), c.out().dtype)};
 });
 
