@@ -125,6 +125,12 @@ def test_python_m_environment_prints_exports():
     lines = dict(line.split("=", 1) for line in r.stdout.split())
     assert lines["TORCH_TPU_TOPOLOGY"] == "2x2"
     assert len(lines["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")) == 4
+    # The torch.tpu form: an installed torch_tpu is imported by torch's autoload first.
+    code = ("import sys, runpy, torch_tpu; sys.argv = ['environment', '--nproc-per-node', '8'];"
+            "runpy.run_module('torch.tpu.distributed.environment', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "TORCH_TPU_TOPOLOGY=2x4" in r.stdout.split()
     bad = subprocess.run([sys.executable, "-P", "-m", "torch_tpu.distributed.environment", "--nproc_per_node=0"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "positive integer" in bad.stderr

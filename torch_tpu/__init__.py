@@ -77,7 +77,8 @@ from . import distributed as _distributed  # noqa: E402
 _distributed.register()
 _tpu_module.distributed = _distributed  # torch.tpu.distributed.set_tpu_launch_env, as in TorchTPU
 sys.modules.setdefault("torch.tpu.distributed", _distributed)
-sys.modules.setdefault("torch.tpu.distributed.environment", _distributed.environment)
+# `python -m torch.tpu.distributed.environment` finds environment.py through
+# this package's path (a sys.modules alias of it would not run under -m).
 
 # TorchTPU's other names: torch.backends.tpu, torch.tpu.api, and Hugging Face
 # accelerate's default device (torch_tpu/_accelerate_default.py).
