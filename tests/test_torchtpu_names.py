@@ -73,6 +73,9 @@ def test_cache_telemetry_names():
     assert s.num_cache_hits >= 1 and s.num_cache_misses >= 1 and s.num_entries >= 1
     assert s.num_cache_reqs == s.num_cache_hits + s.num_cache_misses
     assert s.num_entries == torch_tpu.cache_info()["entries"]
+    assert len(s.per_entry_stats) == s.num_entries
+    mul = [e for e in s.per_entry_stats if "mul" in e.key]
+    assert mul and mul[0].mode == "eager" and mul[0].read_count >= 1  # the second (a * 3) hit it
     assert (torch.tpu._get_cache_hits(), torch.tpu._get_cache_misses()) == (s.num_cache_hits, s.num_cache_misses)
     summary = torch.tpu._hbm_usage_summary()
     assert "tpu:0:" in summary and f"{s.num_entries} executables cached" in summary

@@ -8,6 +8,18 @@ from . import _C
 
 
 @dataclasses.dataclass(frozen=True)
+class EntryStats:
+    """One program held in memory: the key it is cached under, its mode
+    ("eager", "fused", "graph") and read_count, its cache hits since stored.
+    (TorchTPU's entries also give compilation_duration; the program cache
+    here keeps compile time per mode only: torch_tpu.cache_info()["modes"].)"""
+
+    key: str
+    mode: str
+    read_count: int
+
+
+@dataclasses.dataclass(frozen=True)
 class CacheStats:
     """Program cache counters since the last _clear_cache() (every mode:
     eager ops, fused clusters, torch.compile graphs). num_cache_reqs is
@@ -21,6 +33,7 @@ class CacheStats:
     compilation_seconds: float
     num_entries: int
     num_evictions: int
+    per_entry_stats: tuple  # EntryStats, most recently used first
 
 
 def _clear_cache():
@@ -41,6 +54,8 @@ def _get_cache_stats():
         compilation_seconds=info["compile_seconds"],
         num_entries=info["entries"],
         num_evictions=info["evictions"],
+        per_entry_stats=tuple(EntryStats(k.decode("utf-8", "backslashreplace"), mode, reads)
+                              for k, mode, reads in _C._program_cache_entries()),
     )
 
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backend/program_cache_entries.h"
 #include "runtime/runtime.h"
 #include "runtime/shared_cache.h"
 
@@ -25,6 +26,12 @@ void bind_compile_settings(pybind11::module_& m) {
   m.def("_set_matmul_precision_override", &set_matmul_precision_override);
   m.def("_allow_excess_precision", [] { return runtime::CurrentCompileOverrides().allow_excess_precision; });
   m.def("_set_allow_excess_precision", &runtime::SetAllowExcessPrecision);
+  m.def("_program_cache_entries", [] {
+    pybind11::list out;
+    for (const auto& e : program_cache_entries())
+      out.append(pybind11::make_tuple(pybind11::bytes(e.key), program_mode_name(e.mode), e.reads));
+    return out;
+  });
   m.def("_shared_cache_info", []() -> pybind11::object {
     runtime::Runtime::Get();  // the tier is used once the runtime compiles
     runtime::CompileCache* shared = runtime::SharedCompileCache();

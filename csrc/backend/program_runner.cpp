@@ -1,4 +1,5 @@
 #include "backend/program_runner.h"
+#include "backend/program_cache_entries.h"
 
 #include <atomic>
 
@@ -34,6 +35,7 @@ struct Node {
   std::shared_ptr<CachedProgram> program;
   ProgramMode mode;
   std::list<const std::string*>::iterator use;  // position in g_use (front: most recent)
+  int64_t reads = 0;                            // hits since stored (program_cache_entries.h)
 };
 
 std::mutex g_mu;
@@ -72,6 +74,7 @@ std::shared_ptr<CachedProgram> find_program(const std::string& key, ProgramMode 
   }
   g_use.splice(g_use.begin(), g_use, it->second.use);
   counters(mode).hits += 1;
+  it->second.reads += 1;
   return it->second.program;
 }
 
@@ -93,6 +96,17 @@ void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<Cac
 std::atomic<int64_t> g_donated{0}, g_copied{0};
 
 DonationStats donation_stats() { return {g_donated.load(), g_copied.load()}; }
+
+std::vector<ProgramCacheEntry> program_cache_entries() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<ProgramCacheEntry> out;
+  out.reserve(g_use.size());
+  for (const std::string* key : g_use) {
+    const Node& n = g_programs.at(*key);
+    out.push_back({*key, n.mode, n.reads});
+  }
+  return out;
+}
 
 ProgramCacheStats program_cache_stats() {
   std::lock_guard<std::mutex> lock(g_mu);
