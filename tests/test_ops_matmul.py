@@ -10,6 +10,18 @@ from optest import FLOAT, FLOATS, INTS, OpCase, parametrize, run_case, same_erro
 # bf16/f16 products of length-k dot products round once; allow for k terms.
 LOOSE = dict(rtol=2e-2, atol=2e-2)
 
+
+
+def out_float32(op):
+    """op(..., out_dtype=torch.float32) on tpu. The CPU has no out_dtype kernels
+    (CUDA has): its reference is the float32 op on the same values."""
+    def f(*xs):
+        if xs[0].device.type == "cpu":
+            return op(*[x.float() for x in xs])
+        return op(*xs, out_dtype=torch.float32)
+    return f
+
+
 CASES = [
     OpCase("mm", torch.mm, [[(3, 4), (4, 5)], [(0, 4), (4, 2)], [(3, 0), (0, 2)]], FLOATS + INTS, grad=True,
            out=torch.mm, **LOOSE),
@@ -45,6 +57,12 @@ CASES = [
     OpCase("linear", F.linear, [[(3, 4), (5, 4), (5,)], [(2, 3, 4), (5, 4), (5,)]], FLOATS, grad=True, **LOOSE),
     OpCase("linear_nobias", F.linear, [[(3, 4), (5, 4)], [(2, 3, 4), (5, 4)], [(4,), (5, 4)]], FLOATS, grad=True,
            **LOOSE),
+    OpCase("mm_out_dtype", out_float32(torch.mm), [[(3, 40), (40, 5)]], (torch.bfloat16, torch.float16),
+           rtol=1e-5, atol=1e-5),
+    OpCase("bmm_out_dtype", out_float32(torch.bmm), [[(2, 3, 40), (2, 40, 5)]], (torch.bfloat16, torch.float16),
+           rtol=1e-5, atol=1e-5),
+    OpCase("addmm_out_dtype", out_float32(torch.addmm), [[(3, 5), (3, 40), (40, 5)]],
+           (torch.bfloat16, torch.float16), rtol=1e-5, atol=1e-5),
     OpCase("bf16_long_dot", torch.mm, [[(2, 512), (512, 3)]], (torch.bfloat16, torch.float16), low=0, high=1,
            rtol=1e-2, atol=1e-1),
     # softmax family

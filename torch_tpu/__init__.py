@@ -75,6 +75,21 @@ from . import distributed as _distributed  # noqa: E402
 _distributed.register()
 _tpu_module.distributed = _distributed  # torch.tpu.distributed.set_tpu_launch_env, as in TorchTPU
 sys.modules.setdefault("torch.tpu.distributed", _distributed)
+# `python -m torch.tpu.distributed.environment` finds environment.py through
+# this package's path (a sys.modules alias of it would not run under -m).
+
+# TorchTPU's other names: torch.backends.tpu, torch.tpu.api, and Hugging Face
+# accelerate's default device (torch_tpu/_accelerate_default.py).
+from . import backends_tpu as _backends_tpu  # noqa: E402
+
+_backends_tpu.install()
+from . import api  # noqa: E402
+
+_tpu_module.api = api
+sys.modules.setdefault("torch.tpu.api", api)
+from . import _accelerate_default  # noqa: E402
+
+_accelerate_default.install()
 
 __version__ = "0.1.0"
 
@@ -125,6 +140,17 @@ def persistent_cache_dir():
     TORCH_TPU_CACHE_MAX_BYTES caps its size (default 1 GiB, least recently
     used entries evicted)."""
     return _C._persistent_cache_dir()
+
+
+def shared_cache_info():
+    """The second tier of the persistent compile cache, at the folder
+    TORCH_TPU_SHARED_CACHE_DIR names (one that several hosts share), or None
+    when it is off: its folder, this process's hits, misses, rejected
+    (corrupt or mismatched entries, replaced), writes and write_errors, and
+    the folder's bytes and entries. A local miss reads through to it (an
+    entry found is copied into the local cache); a compiled program is
+    written to both. No size cap is applied to it."""
+    return _C._shared_cache_info()
 
 
 def fallback_ops():

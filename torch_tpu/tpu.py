@@ -317,3 +317,11 @@ from ._streams import (  # noqa: E402,F401
 def _is_in_bad_fork():
     """True in a child forked after this process used the device (it cannot use it)."""
     return _C._is_in_bad_fork()
+
+
+# ---- TorchTPU's names: precision (torch_tpu/precision.py), cache telemetry ----------
+
+from .precision import Precision, get_precision, precision  # noqa: E402,F401
+from ._cache_stats import (  # noqa: E402,F401
+    _clear_cache, _get_cache_hits, _get_cache_misses, _get_cache_stats, _hbm_usage_summary,
+)

@@ -553,7 +553,7 @@ Value Builder::convolution(Value lhs, Value rhs, const Shape& out_shape, const C
                            const std::vector<std::pair<int64_t, int64_t>>& padding,
                            const std::vector<int64_t>& lhs_dilation,
                            const std::vector<int64_t>& rhs_dilation, int64_t feature_groups,
-                           int64_t batch_groups, DType result) {
+                           int64_t batch_groups, DType result, const std::string& precision) {
   // #stablehlo.conv<raw ...> spells every dimension number explicitly, so any
   // layout can be expressed without the compact [b, f, 0, 1] notation.
   std::string d = "#stablehlo.conv<raw input_batch_dimension = " + std::to_string(dn.in_batch) +
@@ -572,6 +572,8 @@ Value Builder::convolution(Value lhs, Value rhs, const Shape& out_shape, const C
                       ", padding = " + padding_attr(padding) +
                       ", rhs_dilation = " + i64_array(rhs_dilation) +
                       ", window_strides = " + i64_array(strides);
+  if (!precision.empty())
+    attrs += ", precision_config = [#stablehlo<precision " + precision + ">, #stablehlo<precision " + precision + ">]";
   return emit1("stablehlo.convolution", {lhs, rhs}, Type{result, out_shape}, attrs);
 }
 

@@ -195,7 +195,7 @@ class Builder {
                     const std::vector<std::pair<int64_t, int64_t>>& padding,
                     const std::vector<int64_t>& lhs_dilation,
                     const std::vector<int64_t>& rhs_dilation, int64_t feature_groups,
-                    int64_t batch_groups, DType result);
+                    int64_t batch_groups, DType result, const std::string& precision = "");
 
   // ---- gather / scatter ----------------------------------------------------------
   struct GatherDims {

@@ -167,6 +167,12 @@ std::string matmul_precision() {
   }
 }
 
+Value mxu_operand(Builder& b, Value x) {
+  if (x.dtype() != DType::F32 || static_cast<MatmulPrecision>(g_matmul_precision.load()) != MatmulPrecision::Medium)
+    return x;
+  return b.emit1("stablehlo.reduce_precision", {x}, x.type, "exponent_bits = 8 : i32, mantissa_bits = 7 : i32");
+}
+
 DType compute_dtype(DType t) { return t == DType::F16 || t == DType::BF16 ? DType::F32 : t; }
 
 std::vector<int64_t> reduction_dims(const Arg& dim, int64_t rank) {

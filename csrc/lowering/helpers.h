@@ -60,6 +60,12 @@ namespace tt::lowering {
 enum class MatmulPrecision { Highest = 0, High = 1, Medium = 2 };
 void set_matmul_precision(MatmulPrecision p);
 std::string matmul_precision();
+// An operand of a float dot under matmul_precision(): under Medium (one bf16
+// pass) a float32 value is rounded to bfloat16 (reduce_precision to 8
+// exponent and 7 mantissa bits, kept as f32), which is what a TPU's MXU does
+// with it, so that every plugin computes the TPU's result (XLA's CPU plugin
+// otherwise ignores the precision); other precisions and dtypes pass unchanged.
+Value mxu_operand(Builder& b, Value x);
 
 // The dtype an op computes or accumulates in: f16/bf16 -> f32 (PyTorch's
 // opmath type), others unchanged. The one helper for this rule: every rule

@@ -17,7 +17,10 @@
 #include "runtime/host_heap.h"
 #include "runtime/kv_store.h"
 #include "runtime/pjrt_internal.h"
+#include "runtime/program_dump.h"
 #include "runtime/sha256.h"
+#include "runtime/shared_cache.h"
+#include "runtime/visible_devices.h"
 #include "settings/settings.h"
 
 namespace tt::runtime {
@@ -300,6 +303,7 @@ void Runtime::Init() {
   ad.client = static_cast<PJRT_Client*>(client_);
   ThrowIfError(api, api.Client_AddressableDevices(&ad), "PJRT_Client_AddressableDevices");
   for (size_t i = 0; i < ad.num_addressable_devices; ++i) devices_.push_back(ad.addressable_devices[i]);
+  devices_ = SelectVisibleDevices(devices_, EnvStr("TPU_VISIBLE_DEVICES"));
   if (devices_.empty())
     throw Error(9, "PJRT plugin " + info_.path + " reports no addressable devices.");
 
@@ -557,46 +561,71 @@ BufferPtr Runtime::CopyToDevice(const Buffer& src, int device) {
   return std::make_shared<Buffer>(a.dst_buffer, src.type(), src.dims(), device);
 }
 
-ExecutablePtr Runtime::Compile(const std::string& mlir_text) {
+ExecutablePtr Runtime::Compile(const std::string& mlir_text) { return Compile(mlir_text, CurrentCompileOverrides()); }
+
+ExecutablePtr Runtime::Compile(const std::string& mlir_text, const CompileOverrides& overrides) {
   const auto& api = *state_->api;
   CompileCache& cache = *state_->cache;
+  // With TORCH_TPU_DUMP_DIR, every program is compiled (not loaded from disk)
+  // so that XLA writes its compiled form next to the StableHLO.
+  const bool dump = !DumpDir().empty();
   const bool use_disk = cache.enabled() && can_serialize();
+  CompileCache* shared = use_disk ? SharedCompileCache() : nullptr;  // shared_cache.h
+  const std::string extra_options = overrides.serialized();
   Digest key{};
+  // Loads the entry of `tier` for `key`; null when absent, rejected or not loadable.
+  auto load = [&](CompileCache& tier, std::string* payload) -> ExecutablePtr {
+    if (tier.Get(key, payload) != CompileCache::Lookup::Found) return nullptr;
+    auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
+    d.client = static_cast<PJRT_Client*>(client_);
+    d.serialized_executable = payload->data();
+    d.serialized_executable_size = payload->size();
+    auto t0 = std::chrono::steady_clock::now();
+    auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    try {
+      detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
+      ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
+      tier.RecordHit(since());
+      return exe;
+    } catch (const Error& e) {
+      // A checksummed entry the plugin will not load (another plugin build
+      // with the same version string, say): compile and replace it.
+      tier.RecordUnusable(since());
+      if (detail::LogEnabled())
+        std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", tier.EntryPath(key).c_str(),
+                     e.what());
+      return nullptr;
+    }
+  };
   if (use_disk) {
     Sha256 h = state_->key_prefix;
+    if (!extra_options.empty()) HashField(h, extra_options);
     HashField(h, mlir_text);
     key = h.Final();
     std::string payload;
-    if (cache.Get(key, &payload) == CompileCache::Lookup::Found) {
-      auto d = TT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
-      d.client = static_cast<PJRT_Client*>(client_);
-      d.serialized_executable = payload.data();
-      d.serialized_executable_size = payload.size();
-      auto t0 = std::chrono::steady_clock::now();
-      auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-      try {
-        detail::ThrowIfError(api, api.Executable_DeserializeAndLoad(&d), "PJRT_Executable_DeserializeAndLoad");
-        ExecutablePtr exe = WrapLoaded(d.loaded_executable, /*from_disk=*/true, nullptr);
-        cache.RecordHit(since());
-        return exe;
-      } catch (const Error& e) {
-        // A checksummed entry the plugin will not load (another plugin build
-        // with the same version string, say): compile and replace it.
-        cache.RecordUnusable(since());
-        if (detail::LogEnabled())
-          std::fprintf(stderr, "[torch_tpu] compile cache: cannot load %s: %s\n", cache.EntryPath(key).c_str(),
-                       e.what());
+    if (!dump) {
+      if (ExecutablePtr exe = load(cache, &payload)) return exe;
+      if (shared) {
+        if (ExecutablePtr exe = load(*shared, &payload)) {
+          cache.Put(key, payload);  // read-through: the next run finds it locally
+          return exe;
+        }
       }
     }
   }
 
-  PJRT_LoadedExecutable* loaded =
-      detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text, detail::CompileOptionsBytes());
+  std::string dump_options;
+  if (dump) dump_options = DumpProgram(ToHex(Sha256::Of(extra_options + mlir_text)), mlir_text);
+  PJRT_LoadedExecutable* loaded = detail::CompileMlir(api, static_cast<PJRT_Client*>(client_), mlir_text,
+                                                      detail::CompileOptionsBytes() + extra_options + dump_options);
   std::string serialized;
   double serialize_seconds = 0;
   ExecutablePtr exe = WrapLoaded(loaded, /*from_disk=*/false, use_disk ? &serialized : nullptr,
                                  &serialize_seconds);
-  if (!serialized.empty()) cache.Put(key, serialized, serialize_seconds);
+  if (!serialized.empty()) {
+    cache.Put(key, serialized, serialize_seconds);
+    if (shared) shared->Put(key, serialized);  // write-back
+  }
   return exe;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/compile_options.h"
 
 namespace tt::runtime {
 
@@ -194,7 +195,10 @@ class Runtime {
   // and the plugin can serialize executables: a valid entry is loaded instead
   // of compiling; otherwise the program is compiled and its serialization
   // stored. Cache problems never fail a compile.
+  // `overrides` (compile_options.h) are part of the persistent cache key when
+  // not the defaults; the one-argument form uses CurrentCompileOverrides().
   ExecutablePtr Compile(const std::string& mlir_text);
+  ExecutablePtr Compile(const std::string& mlir_text, const CompileOverrides& overrides);
   // Compiles StableHLO text whose module has mhlo.num_replicas =
   // devices.size() with num_replicas and a device assignment that puts
   // replica i on `devices[i]` (distinct devices), for

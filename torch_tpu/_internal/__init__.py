@@ -1,11 +1,3 @@
-"""Inductor's target for the device name "tpu".
-
-torch.compile's default backend, inductor, generates Pallas kernels for the
-device name "tpu" and imports their runtime from `torch_tpu._internal.pallas`,
-the module path of Google's TorchTPU, which shares this package's name. This
-torch_tpu compiles whole graphs to XLA itself, so that import ends here with
-an error that says what to pass instead."""
-
-raise RuntimeError(
-    "torch_tpu: torch.compile's default backend (inductor) cannot compile for this tpu device. "
-    "Pass backend=\"tpu\": torch.compile(model, backend=\"tpu\") compiles each graph into one XLA program.")
+"""torch_tpu._internal: modules at the paths Google's TorchTPU gives them, so
+that code written for it imports them here unchanged: ``sync``
+(``synchronize(t, wait=True)``) and ``pallas`` (see its module doc)."""

@@ -6,6 +6,7 @@ import functools
 import torch
 
 from .. import _C
+from ..precision import _numerics
 from .buckets import (PaddedGraphSpec, _sym_value, contiguous_strides, evaluate, is_simple, is_symbolic, is_unpacked,
                       remember_twin, shape_exprs, twin_of)
 
@@ -101,7 +102,7 @@ class BucketPlan:
                 key.append(("v", a))
             else:
                 key.append(("o", type(a).__name__))
-        key.append(torch.get_float32_matmul_precision())
+        key.append(_numerics())
         return tuple(key)
 
 

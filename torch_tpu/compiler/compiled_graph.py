@@ -17,6 +17,7 @@ import time
 import torch
 
 from .. import _C, settings
+from ..precision import _numerics
 from . import stats
 from .graph_spec import GraphSpec, Unsupported
 from .buckets import bucket, buckets_enabled
@@ -33,7 +34,7 @@ def _signature(args):
             sig.append(("v", a))
         else:
             sig.append(("o", type(a).__name__))
-    sig.append(torch.get_float32_matmul_precision())  # it picks the programs' matmul precision
+    sig.append(_numerics())  # matmul precision, excess precision: they pick the program
     return tuple(sig)
 
 
@@ -77,7 +78,7 @@ def _example_signature(example_inputs):
             metas.append(a)
         else:
             return None
-    sig.append(torch.get_float32_matmul_precision())
+    sig.append(_numerics())
     return tuple(sig), metas
 
 

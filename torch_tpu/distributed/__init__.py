@@ -24,12 +24,19 @@ N replicas, the stablehlo collective running inside XLA.
 On a TPU pod, ``set_tpu_launch_env`` (``launch_env.py``) maps torchrun's
 ranks onto libtpu's topology variables and hands the c10d Store to the PJRT
 client as its key-value store; it must run before the first tpu tensor.
+Google's TorchTPU launch contract (``environment.py``): the parent calls
+``set_tpu_launch_env(nproc_per_node=N)`` (or ``prepare_tpu_environment(N)``)
+before spawning; a rank that finds TORCH_TPU_SLICEBUILDER_ADDRESSES applies
+it when it creates its ``tpu_dist`` process group, before its device starts.
 Also reachable as ``torch.tpu.distributed``.
 """
+import os
+
 
 import torch.distributed as dist
 
-from . import launch_env, spmd
+from . import environment, launch_env, spmd
+from .environment import prepare_tpu_environment
 from .launch_env import compute_tpu_launch_env, register_client_store, set_tpu_launch_env
 from .spmd import (
     spmd_all_gather,
@@ -54,6 +61,9 @@ def _create_backend(opts, pg_options=None):
     options passed to init_process_group / new_group) has nothing to set."""
     from .. import _C
 
+    if environment.ADDRESSES_VAR in os.environ and not _C._is_initialized():
+        # The parent ran TorchTPU's launch step: libtpu's variables for this rank.
+        launch_env.set_tpu_launch_env(store=opts.store)
     store = dist.PrefixStore(_GLOO_PREFIX, opts.store)
     gloo = dist.ProcessGroupGloo(store, opts.group_rank, opts.group_size, opts.timeout)
     status = dist.PrefixStore(_STATUS_PREFIX, opts.store)
@@ -74,6 +84,8 @@ def register():
 __all__ = [
     "BACKEND_NAME",
     "compute_tpu_launch_env",
+    "environment",
+    "prepare_tpu_environment",
     "register",
     "register_client_store",
     "set_tpu_launch_env",

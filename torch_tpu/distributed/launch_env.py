@@ -37,6 +37,8 @@ import math
 import os
 import socket
 
+from . import environment
+
 DEFAULT_BASE_PORT = 8476  # libtpu's default TPU_PROCESS_PORT
 DEFAULT_HOST_LAYOUTS = {1: (1, 1, 1), 4: (2, 2, 1), 8: (2, 4, 1)}
 PJRT_KV_PREFIX = "tpu_pjrt_kv"  # PrefixStore adds the "/"
@@ -126,6 +128,9 @@ def compute_tpu_launch_env(
     defaults by chip count (see the module doc). Returns the full dict of
     computed values; user-set variables are not consulted here."""
     rank, local_rank, world, local_world, node, hosts = launch_topology(env)
+    slice_addresses = _slice_addresses(env, world, local_world)
+    if host_addresses is None and slice_addresses is not None:
+        host_addresses = [slice_addresses[g * local_world].rpartition(":")[0] for g in range(hosts)]
     if host_layout is not None:
         host_layout = _triple("host_layout", host_layout)
     if chips_per_host is None:
@@ -161,16 +166,42 @@ def compute_tpu_launch_env(
         raise ValueError(f"base_port={base_port!r} leaves no room for {local_world} ports")
     process_bounds = tuple(h * c for h, c in zip(hosts_bounds, host_layout))
     addresses = [f"{host_addresses[r // local_world]}:{base_port + r % local_world}" for r in range(world)]
+    port = str(base_port + local_rank)
+    if slice_addresses is not None:
+        addresses, port = slice_addresses, slice_addresses[rank].rpartition(":")[2]
+    if environment.TOPOLOGY_VAR in env:
+        process_bounds = environment.parse_topology(env[environment.TOPOLOGY_VAR])
+        if math.prod(process_bounds) != world:
+            raise ValueError(
+                f"{environment.TOPOLOGY_VAR}={env[environment.TOPOLOGY_VAR]} holds {math.prod(process_bounds)} chips, "
+                f"not WORLD_SIZE={world}")
     return {
         "TPU_VISIBLE_CHIPS": str(local_rank),
         "TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1",
         "TPU_PROCESS_BOUNDS": _bounds(process_bounds),
-        "TPU_PROCESS_PORT": str(base_port + local_rank),
+        "TPU_PROCESS_PORT": port,
         "TPU_PROCESS_ADDRESSES": ",".join(addresses),
         "CLOUD_TPU_TASK_ID": str(rank),
         "TPU_WORKER_ID": str(node),
         "TPU_WORKER_HOSTNAMES": ",".join(host_addresses),
     }
+
+
+def _slice_addresses(env, world, local_world):
+    """TORCH_TPU_SLICEBUILDER_ADDRESSES of `env`, checked (one per rank, each
+    host's ranks together), or None when unset."""
+    if environment.ADDRESSES_VAR not in env:
+        return None
+    addresses = environment.parse_addresses(env[environment.ADDRESSES_VAR])
+    if len(addresses) != world:
+        raise ValueError(f"{environment.ADDRESSES_VAR} names {len(addresses)} processes, not WORLD_SIZE={world}")
+    hosts = [a.rpartition(":")[0] for a in addresses]
+    for r in range(world):
+        if hosts[r] != hosts[r - r % local_world]:
+            raise ValueError(
+                f"{environment.ADDRESSES_VAR}: rank {r} is on {hosts[r]}, not on its node's host "
+                f"{hosts[r - r % local_world]} (LOCAL_WORLD_SIZE={local_world} ranks per host, in rank order)")
+    return addresses
 
 
 def exchange_host_addresses(store, node, hosts, local_rank, address):
@@ -209,8 +240,13 @@ def set_tpu_launch_env(
     hosts_bounds=None,
     base_port=DEFAULT_BASE_PORT,
     env=None,
+    nproc_per_node=None,
 ):
-    """Sets libtpu's topology variables for this torchrun process (see the
+    """With `nproc_per_node`, TorchTPU's parent-side step: sets
+    TORCH_TPU_SLICEBUILDER_ADDRESSES and TORCH_TPU_TOPOLOGY for that many
+    processes on this host (environment.set_tpu_launch_env) and returns them.
+
+    Otherwise, in a rank: sets libtpu's topology variables for this torchrun process (see the
     module doc) and registers the c10d Store as the PJRT client's key-value
     store. Must run before the PJRT client starts (RuntimeError after).
 
@@ -218,6 +254,8 @@ def set_tpu_launch_env(
     default process group's. Needed with more than one host, where each host
     publishes `host_address` (default: this machine's hostname). A variable
     already set in the environment is kept. Returns the values in effect."""
+    if nproc_per_node is not None:
+        return environment.set_tpu_launch_env(nproc_per_node, env=env)
     from .. import _C
 
     if _C._is_initialized():
@@ -230,7 +268,7 @@ def set_tpu_launch_env(
     if store is None:
         store = _default_store()
     host_addresses = None
-    if hosts > 1:
+    if hosts > 1 and environment.ADDRESSES_VAR not in env:
         if store is None:
             raise ValueError(
                 f"{hosts} hosts need a c10d store to exchange their addresses: pass store= or call "

@@ -18,6 +18,7 @@
 #include "backend/pipeline/op_registration.h"
 #include "backend/pipeline/program_runner.h"
 #include "backend/device/stream_events.h"
+#include "backend/pipeline/compile_settings.h"
 #include "runtime/host_heap.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/rule.h"
@@ -86,6 +87,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
+  backend::bind_compile_settings(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);

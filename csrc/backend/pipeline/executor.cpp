@@ -1,4 +1,5 @@
 #include "backend/pipeline/executor.h"
+#include "backend/pipeline/compile_settings.h"
 
 #include <ATen/ATen.h>
 #include <ATen/native/Resize.h>
@@ -44,6 +45,7 @@ std::shared_ptr<CachedProgram> build_program(const OpPlan& plan, const c10::Oper
 }  // namespace
 
 lowering::MatmulPrecision current_matmul_precision() {
+  if (int p = matmul_precision_override(); p >= 0) return static_cast<lowering::MatmulPrecision>(p);
   switch (at::globalContext().float32MatmulPrecision()) {
     case at::Float32MatmulPrecision::HIGH: return lowering::MatmulPrecision::High;
     case at::Float32MatmulPrecision::MEDIUM: return lowering::MatmulPrecision::Medium;
@@ -141,6 +143,7 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   key += plan.mode == Mode::Inplace ? "!" : ":";
   const auto precision = current_matmul_precision();
   key += static_cast<char>('0' + static_cast<int>(precision));
+  key += runtime::CurrentCompileOverrides().key();  // compiled with them (program_runner.h)
   encode_call(schema, args, plan.rule->static_scalars, record, st, key);
 
   std::shared_ptr<CachedProgram> program = find_or_build(plan, op, args, st, key, record, precision, stack);

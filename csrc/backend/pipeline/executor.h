@@ -29,7 +29,9 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
 void execute_out(const c10::OperatorHandle& functional_op, const c10::OperatorHandle& op,
                  torch::jit::Stack* stack);
 
-// torch.get_float32_matmul_precision() as the lowering layer names it.
+// The float32 matmul precision as the lowering layer names it:
+// torch.tpu.precision's when set (compile_settings.h), else
+// torch.get_float32_matmul_precision()'s.
 lowering::MatmulPrecision current_matmul_precision();
 
 // `t` when it covers its storage exactly (same dtype, row-major), else a

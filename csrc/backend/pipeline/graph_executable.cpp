@@ -26,7 +26,8 @@ GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
   if (!lowered.checks.empty())
     checks_ = std::make_shared<const std::vector<lowering::CheckInfo>>(std::move(lowered.checks));
   // Identical programs (the same graph compiled twice) share one executable.
-  key_ = "graph:" + runtime::ToHex(runtime::Sha256::Of(text_));
+  overrides_ = runtime::CurrentCompileOverrides();
+  key_ = "graph:" + runtime::ToHex(runtime::Sha256::Of(text_)) + overrides_.key();
   what_ = "graph " + name_ + " (" + std::to_string(g.nodes.size()) + " ops)";
   auto t0 = std::chrono::steady_clock::now();
   executable();
@@ -37,7 +38,7 @@ runtime::ExecutablePtr GraphExecutable::executable() const {
   if (auto p = find_program(key_, ProgramMode::Graph)) return p->exe;
   // First run, or evicted from the program cache since: compile (again).
   auto p = std::make_shared<CachedProgram>();
-  p->exe = compile_program(text_, ProgramMode::Graph, what_);
+  p->exe = compile_program(text_, ProgramMode::Graph, what_, "", &overrides_);
   store_program(key_, ProgramMode::Graph, p);
   return p->exe;
 }

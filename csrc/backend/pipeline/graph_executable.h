@@ -38,6 +38,7 @@ class GraphExecutable {
   std::string name_;
   std::string text_;
   std::string key_, what_;
+  runtime::CompileOverrides overrides_;  // those current when it was built; a recompile keeps them
   CheckList checks_;
   std::vector<hlo::Type> inputs_, outputs_;
   std::vector<std::pair<int, int>> aliases_;  // (input, output) updated in place

@@ -1,4 +1,5 @@
 #include "backend/pipeline/program_runner.h"
+#include "backend/pipeline/program_cache_entries.h"
 
 #include <atomic>
 
@@ -34,6 +35,7 @@ struct Node {
   std::shared_ptr<CachedProgram> program;
   ProgramMode mode;
   std::list<const std::string*>::iterator use;  // position in g_use (front: most recent)
+  int64_t reads = 0;                            // hits since stored (program_cache_entries.h)
 };
 
 std::mutex g_mu;
@@ -73,6 +75,7 @@ std::shared_ptr<CachedProgram> find_program(const std::string& key, ProgramMode 
   }
   g_use.splice(g_use.begin(), g_use, it->second.use);
   counters(mode).hits += 1;
+  it->second.reads += 1;
   return it->second.program;
 }
 
@@ -94,6 +97,17 @@ void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<Cac
 std::atomic<int64_t> g_donated{0}, g_copied{0};
 
 DonationStats donation_stats() { return {g_donated.load(), g_copied.load()}; }
+
+std::vector<ProgramCacheEntry> program_cache_entries() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<ProgramCacheEntry> out;
+  out.reserve(g_use.size());
+  for (const std::string* key : g_use) {
+    const Node& n = g_programs.at(*key);
+    out.push_back({*key, n.mode, n.reads});
+  }
+  return out;
+}
 
 ProgramCacheStats program_cache_stats() {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -120,13 +134,16 @@ void program_cache_clear(std::optional<ProgramMode> mode) {
 namespace {
 
 // Compiles `text` for one device (`devices` empty) or one replica per device.
+// Single-device programs compile with `overrides`, or the current ones.
 runtime::ExecutablePtr compile_counted(const std::string& text, const std::vector<int>& devices, ProgramMode mode,
-                                       const std::string& what, const std::string& hint) {
+                                       const std::string& what, const std::string& hint,
+                                       const runtime::CompileOverrides* overrides) {
   auto t0 = std::chrono::steady_clock::now();
   runtime::ExecutablePtr exe;
   try {
-    exe = devices.empty() ? runtime::Runtime::Get().Compile(text)
-                          : runtime::Runtime::Get().CompileReplicated(text, devices);
+    exe = devices.empty()
+              ? runtime::Runtime::Get().Compile(text, overrides ? *overrides : runtime::CurrentCompileOverrides())
+              : runtime::Runtime::Get().CompileReplicated(text, devices);
   } catch (const runtime::Error& e) {
     TORCH_CHECK(false, "tpu: XLA could not compile ", what, ": ", e.what(), hint,
                 settings::Bool(settings::Id::TORCH_TPU_DUMP_FAILED) ? "\n" + text : "");
@@ -143,8 +160,8 @@ runtime::ExecutablePtr compile_counted(const std::string& text, const std::vecto
 }  // namespace
 
 runtime::ExecutablePtr compile_program(const std::string& text, ProgramMode mode, const std::string& what,
-                                       const std::string& hint) {
-  return compile_counted(text, {}, mode, what, hint);
+                                       const std::string& hint, const runtime::CompileOverrides* overrides) {
+  return compile_counted(text, {}, mode, what, hint, overrides);
 }
 
 runtime::ExecutablePtr replicated_program(const std::string& text, const std::vector<int>& devices,
@@ -154,7 +171,7 @@ runtime::ExecutablePtr replicated_program(const std::string& text, const std::ve
   key += "\n" + text;
   if (auto p = find_program(key, ProgramMode::Collective)) return p->exe;
   auto p = std::make_shared<CachedProgram>();
-  p->exe = compile_counted(text, devices, ProgramMode::Collective, what, "");
+  p->exe = compile_counted(text, devices, ProgramMode::Collective, what, "", nullptr);
   store_program(key, ProgramMode::Collective, p);
   return p->exe;
 }

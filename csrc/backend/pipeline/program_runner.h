@@ -73,9 +73,12 @@ void program_cache_clear(std::optional<ProgramMode> mode = std::nullopt);
 
 // Compiles `text` (or loads it from the persistent cache). A rejected program
 // raises a RuntimeError naming `what` and XLA's message, followed by `hint`
-// and, with TORCH_TPU_DUMP_FAILED set, the program text.
+// and, with TORCH_TPU_DUMP_FAILED set, the program text. With `overrides`
+// null, the current ones (runtime::CurrentCompileOverrides()) apply; the
+// caller's cache key must include whichever it compiles with.
 runtime::ExecutablePtr compile_program(const std::string& text, ProgramMode mode, const std::string& what,
-                                       const std::string& hint = "");
+                                       const std::string& hint = "",
+                                       const runtime::CompileOverrides* overrides = nullptr);
 // The executable of `text` compiled with one replica per device of `devices`
 // (module attribute mhlo.num_replicas = devices.size()), from the one program
 // cache (ProgramMode::Collective), compiled on a miss.

@@ -76,7 +76,7 @@ Value score_bias(Builder& b, const Geometry& g, const Arg& mask, bool causal, DT
 Value scores(Builder& b, const Geometry& g, Value q, Value k, double scale, const Value& bias, DType acc) {
   q = b.reshape(b.convert(q, acc), g.grouped(g.e));
   k = b.convert(k, acc);
-  Value sc = b.dot_general(q, k, {0, 1}, {0, 1}, {3}, {3}, acc, matmul_precision());
+  Value sc = b.dot_general(mxu_operand(b, q), mxu_operand(b, k), {0, 1}, {0, 1}, {3}, {3}, acc, matmul_precision());
   sc = b.mul(sc, b.constant(scale, acc, sc.shape()));
   return bias.valid() ? b.add(sc, bias) : sc;
 }
@@ -101,7 +101,7 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu"}, [](Builder& b, co
   Value sum = reduce_sum(b, e, {3});
   Value safe_sum = b.select(row_dead, b.constant(1, acc, sum.shape()), sum);
   Value p = b.div(e, expand_rows(b, safe_sum, ss));
-  Value out = b.dot_general(p, b.convert(v, acc), {0, 1}, {0, 1}, {3}, {2}, acc, matmul_precision());
+  Value out = b.dot_general(mxu_operand(b, p), mxu_operand(b, b.convert(v, acc)), {0, 1}, {0, 1}, {3}, {2}, acc, matmul_precision());
   out = b.reshape(out, {g.batch, g.hq, g.l, g.ev});
   Value lse = b.add(shift, b.log(sum));  // -inf for a fully masked row
   lse = b.reshape(lse, {g.batch, g.hq, g.l});
@@ -135,15 +135,15 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
   Value dO = b.reshape(b.convert(dout, acc), g.grouped(g.ev));
   Value o = b.reshape(b.convert(out, acc), g.grouped(g.ev));
   std::string prec = matmul_precision();
-  Value dv = b.dot_general(p, dO, {0, 1}, {0, 1}, {2}, {2}, acc, prec);                   // (B, Hk, S, Ev)
-  Value dp = b.dot_general(dO, b.convert(v, acc), {0, 1}, {0, 1}, {3}, {3}, acc, prec);  // (B, Hk, GL, S)
+  Value dv = b.dot_general(mxu_operand(b, p), mxu_operand(b, dO), {0, 1}, {0, 1}, {2}, {2}, acc, prec);                   // (B, Hk, S, Ev)
+  Value dp = b.dot_general(mxu_operand(b, dO), mxu_operand(b, b.convert(v, acc)), {0, 1}, {0, 1}, {3}, {3}, acc, prec);  // (B, Hk, GL, S)
   Value delta = reduce_sum(b, b.mul(dO, o), {3});
   Value ds = b.mul(p, b.sub(dp, expand_rows(b, delta, ss)));
   ds = b.mul(ds, b.constant(scale, acc, ss));
-  Value dq = b.dot_general(ds, b.convert(k, acc), {0, 1}, {0, 1}, {3}, {2}, acc, prec);  // (B, Hk, GL, E)
+  Value dq = b.dot_general(mxu_operand(b, ds), mxu_operand(b, b.convert(k, acc)), {0, 1}, {0, 1}, {3}, {2}, acc, prec);  // (B, Hk, GL, E)
   dq = b.reshape(dq, {g.batch, g.hq, g.l, g.e});
   Value qg = b.reshape(b.convert(q, acc), g.grouped(g.e));
-  Value dk = b.dot_general(ds, qg, {0, 1}, {0, 1}, {2}, {2}, acc, prec);  // (B, Hk, S, E)
+  Value dk = b.dot_general(mxu_operand(b, ds), mxu_operand(b, qg), {0, 1}, {0, 1}, {2}, {2}, acc, prec);  // (B, Hk, S, E)
   return Values{b.convert(dq, c.out(0).dtype), b.convert(dk, c.out(1).dtype), b.convert(dv, c.out(2).dtype)};
 });
 TT_PADDING({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},

@@ -46,6 +46,9 @@ hlo::Builder::ConvDims nchw(size_t nsp) {
   return {0, 1, sp, 0, 1, sp, 0, 1, sp};
 }
 
+// Float convolutions follow matmul_precision(), as dot products do.
+std::string conv_precision(const Value& x) { return hlo::is_float(x.dtype()) ? matmul_precision() : ""; }
+
 // A plain convolution of x [N, C, ...] with w [O, C/G, k...] (in the compute dtype).
 Value conv_forward(Builder& b, Value x, Value w, const ConvParams& p) {
   size_t nsp = p.nsp;
@@ -56,8 +59,8 @@ Value conv_forward(Builder& b, Value x, Value w, const ConvParams& p) {
     int64_t span = p.dilation[k] * (w.shape()[2 + k] - 1) + 1;
     out.push_back((x.shape()[2 + k] + 2 * p.padding[k] - span) / p.stride[k] + 1);
   }
-  return b.convolution(x, w, out, nchw(nsp), p.stride, pads, std::vector<int64_t>(nsp, 1), p.dilation, p.groups,
-                       1, x.dtype());
+  return b.convolution(mxu_operand(b, x), mxu_operand(b, w), out, nchw(nsp), p.stride, pads,
+                       std::vector<int64_t>(nsp, 1), p.dilation, p.groups, 1, x.dtype(), conv_precision(x));
 }
 
 // The gradient of conv_forward with respect to its input of shape `in_shape`:
@@ -82,8 +85,8 @@ Value conv_grad_input(Builder& b, Value g, Value w, const Shape& in_shape, const
     int64_t rem = in + 2 * p.padding[k] - span - 1 - (o - 1) * p.stride[k];
     pads.push_back({span - p.padding[k], span - p.padding[k] + rem});
   }
-  return b.convolution(g, wt, in_shape, nchw(nsp), std::vector<int64_t>(nsp, 1), pads, p.stride, p.dilation, G,
-                       1, g.dtype());
+  return b.convolution(mxu_operand(b, g), mxu_operand(b, wt), in_shape, nchw(nsp), std::vector<int64_t>(nsp, 1),
+                       pads, p.stride, p.dilation, G, 1, g.dtype(), conv_precision(g));
 }
 
 // The gradient of conv_forward(x, w) with respect to w (of shape `w_shape`):
@@ -108,8 +111,8 @@ Value conv_grad_weight(Builder& b, Value x, Value g, const Shape& w_shape, const
     int64_t high = (kk - 1) * p.dilation[k] + (o - 1) * p.stride[k] + 1 - in - p.padding[k];
     pads.push_back({p.padding[k], high});
   }
-  return b.convolution(x, g, w_shape, dn, p.dilation, pads, std::vector<int64_t>(nsp, 1), p.stride, 1, p.groups,
-                       x.dtype());
+  return b.convolution(mxu_operand(b, x), mxu_operand(b, g), w_shape, dn, p.dilation, pads,
+                       std::vector<int64_t>(nsp, 1), p.stride, 1, p.groups, x.dtype(), conv_precision(x));
 }
 
 // The output shape of a transposed convolution of x with w [C, O/G, k...].

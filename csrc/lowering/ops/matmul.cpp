@@ -2,7 +2,7 @@
 // (torch.matmul and F.linear decompose into these), and linalg_cross (the
 // 3-vector cross product). f16/bf16 multiply in f32 and round once at the
 // end, like PyTorch's CPU kernels; the float precision comes from
-// matmul_precision().
+// matmul_precision() (operands rounded by mxu_operand under one bf16 pass).
 #include <stdexcept>
 
 #include "lowering/helpers.h"
@@ -24,8 +24,8 @@ Value product(Builder& b, Value lhs, Value rhs, const std::vector<int64_t>& lb, 
   if (lhs.dtype() != rhs.dtype())  // PyTorch's meta kernels do not check this; its CPU kernels do
     throw std::runtime_error(std::string("expected m1 and m2 to have the same dtype, but got: ") +
                              hlo::mlir_name(lhs.dtype()) + " != " + hlo::mlir_name(rhs.dtype()));
-  lhs = b.convert(lhs, acc);
-  rhs = b.convert(rhs, acc);
+  lhs = mxu_operand(b, b.convert(lhs, acc));
+  rhs = mxu_operand(b, b.convert(rhs, acc));
   std::string precision = hlo::is_float(acc) ? matmul_precision() : "DEFAULT";
   return b.dot_general(lhs, rhs, lb, rb, lc, rc, acc, precision);
 }
@@ -60,6 +60,22 @@ TT_RULE({"aten::bmm"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, acc)};
 });
 TT_PADDING({"aten::bmm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
+
+// out_dtype= products (mm.dtype, bmm.dtype, addmm.dtype, as CUDA has them;
+// not baddbmm.dtype: PyTorch 2.13's meta function for it, its baddbmm
+// decomposition, takes out_dtype for beta and raises): f16/bf16 inputs with a float32 result keep the float32
+// accumulator unrounded; an out_dtype equal to the inputs' is the plain op.
+// PyTorch's meta kernels check the dtypes and give the result type.
+TT_RULE({"aten::mm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
+  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, compute_dtype(c.out().dtype))};
+});
+TT_RULE({"aten::bmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
+  return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, compute_dtype(c.out().dtype))};
+});
+TT_RULE({"aten::addmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
+  Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, compute_dtype(c.out().dtype));
+  return Values{convert_dtype(b, add_scaled(b, a[0], p, opt(a, 4), opt(a, 5)), c.out().dtype)};
+});
 
 // vdot conjugates its first argument (a no-op for real types).
 TT_RULE({"aten::dot", "aten::vdot"}, [](Builder& b, const Args& a, const Context& c) {

@@ -1,0 +1,28 @@
+"""Hugging Face accelerate's default device when tpu is PyTorch's accelerator.
+
+accelerate 1.15 picks its device from a list of backends it knows (mps, cuda,
+xpu, npu, ...), which has no tpu, and never asks ``torch.accelerator``; so
+``Accelerator()`` chose the CPU while transformers' Trainer, which does ask
+``torch.accelerator``, sends its batches to ``tpu:0``: training failed with
+"Expected all tensors to be on the same device". accelerate documents one
+way to name any device, the environment variable ACCELERATE_TORCH_DEVICE
+(read when its first ``PartialState`` is made). ``import torch_tpu`` sets it
+to ``tpu`` when tpu is PyTorch's current accelerator and the variable is
+unset, and patches nothing.
+
+Consequence: accelerate lets that variable win over ``cpu=True``, so code
+that imports torch_tpu and asks accelerate or the Trainer for the CPU
+(``Accelerator(cpu=True)``, ``TrainingArguments(use_cpu=True)``) must also set
+``ACCELERATE_TORCH_DEVICE=cpu``.
+"""
+import os
+
+import torch
+
+VARIABLE = "ACCELERATE_TORCH_DEVICE"
+
+
+def install():
+    accelerator = torch.accelerator.current_accelerator(check_available=False)
+    if accelerator is not None and accelerator.type == "tpu":
+        os.environ.setdefault(VARIABLE, "tpu")
