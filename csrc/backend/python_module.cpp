@@ -11,6 +11,7 @@
 #include "backend/dist/dist_bindings.h"
 #include "backend/eager_decomposition.h"
 #include "backend/executor.h"
+#include "backend/external_op_bindings.h"
 #include "backend/fused_cluster.h"
 #include "backend/generator.h"
 #include "backend/graph_bindings.h"
@@ -86,6 +87,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
+  backend::bind_external_ops(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);
