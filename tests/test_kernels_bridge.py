@@ -152,6 +152,29 @@ def test_jax_op_fused_eager_is_part_of_the_cluster_program():
     torch_tpu.reset_fused_stats()
 
 
+def test_kernel_calls_and_donation_in_fused_eager():
+    """A JaxCallable (tpu_pallas::call) and a donating jax_op inside a
+    cluster: recorded, no program of their own, results as in strict eager
+    (the cluster manages its buffers; the donated input keeps its value)."""
+    scale = pallas.JaxCallable(name="fused_scale", jit_fn=jax.jit(lambda x: x * 5), trace_key="fused_scale")
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    torch_tpu.reset_fused_stats()
+    with torch_tpu.eager_mode("fused"):
+        xd, yd = x.to("tpu"), y.to("tpu")
+        torch.tpu.synchronize()
+        eager_before = eager_counters()["compiles"]
+        a = scale(xd + 1)
+        b = axpy_donating(xd * 1, yd)
+        got_a, got_b = a.cpu(), b.cpu()
+        stats = torch_tpu.fused_stats()
+    torch.testing.assert_close(got_a, (x + 1) * 5)
+    torch.testing.assert_close(got_b, x * 3 + y)
+    torch.testing.assert_close(xd.cpu(), x)
+    assert eager_counters()["compiles"] == eager_before
+    assert stats["ops"] >= 4
+    torch_tpu.reset_fused_stats()
+
+
 def test_jax_op_inside_a_compiled_graph_is_one_program():
     torch._dynamo.reset()
     torch_tpu.reset_compile_stats()
