@@ -5,11 +5,12 @@ torch.compile(backend="tpu") graph. Prints microseconds per call and the
 ratio jax_op / native (1.0 = the same; the kernel's module is the same kind
 of program as the native rule's, so differences are dispatch overhead).
 
-    python -P benchmarks/kernels_bridge.py [--iters 200]
+    python -P benchmarks/kernels_bridge.py [--iters 50] [--rounds 7]
 
 Needs the jax extra (bash scripts/setup.sh --jax).
 """
 import argparse
+import statistics
 import time
 
 import torch
@@ -59,7 +60,8 @@ def per_call_us(fn, args, iters, sync_each):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--iters", type=int, default=50, help="calls per round")
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds; the median is printed")
     args = ap.parse_args()
     torch_tpu.compiler.register()
     print(f"{'case':36s} {'mode':18s} {'jax_op us':>10s} {'native us':>10s} {'ratio':>6s}")
@@ -72,8 +74,13 @@ def main():
         c_native = torch.compile(lambda *a: native(*a), backend="tpu")
         for mode, a, b, sync in [("eager", op, native, False), ("eager, sync each", op, native, True),
                                  ("compiled", c_op, c_native, False)]:
-            ta = per_call_us(a, inputs, args.iters, sync)
-            tb = per_call_us(b, inputs, args.iters, sync)
+            # Alternating rounds, median of each: a shared, busy machine
+            # shifts both sides alike.
+            ra, rb = [], []
+            for _ in range(args.rounds):
+                ra.append(per_call_us(a, inputs, args.iters, sync))
+                rb.append(per_call_us(b, inputs, args.iters, sync))
+            ta, tb = statistics.median(ra), statistics.median(rb)
             print(f"{name:36s} {mode:18s} {ta:10.1f} {tb:10.1f} {ta / tb:6.2f}")
 
 
