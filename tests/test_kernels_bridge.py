@@ -111,6 +111,27 @@ def test_jax_op_strict_eager_matches_cpu(dtype):
     torch.testing.assert_close(out.cpu(), torch.sin(x) * y + 3)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (), (2, 0, 4)])
+def test_jax_op_empty_and_zero_dim(shape):
+    x, y = torch.randn(shape), torch.randn(shape)
+    torch.testing.assert_close(sin_mul(x.to("tpu"), y.to("tpu"), 2).cpu(), torch.sin(x) * y + 2)
+
+
+def test_jax_op_int64_and_broadcast_views():
+    def affine(a: jax.Array) -> jax.Array:
+        return a * 2 + 1
+
+    op = pallas.jax_op("kbridge::affine", affine)
+    i = torch.arange(6).reshape(2, 3)
+    out = op(i.to("tpu"))
+    assert out.dtype == torch.int64
+    torch.testing.assert_close(out.cpu(), i * 2 + 1)
+    x = torch.randn(4, 6)
+    xd = x.to("tpu")
+    got = sin_mul(xd[:, ::2], xd[1:2].expand(4, 6)[:, :3], 1)
+    torch.testing.assert_close(got.cpu(), torch.sin(x[:, ::2]) * x[1:2].expand(4, 6)[:, :3] + 1)
+
+
 def test_jax_op_compiles_once_per_shape():
     x, y = torch.randn(3, 9, device="tpu"), torch.randn(3, 9, device="tpu")
     sin_mul(x, y, 1).cpu()
