@@ -100,7 +100,13 @@ class JaxCallable:
 
     def __init__(self, name: str, jit_fn: Any, trace_key: str, static_argnums: Sequence[int] = (),
                  donate_argnums: Sequence[int] | None = None,
-                 input_output_aliases: Mapping[int, int] | None = None):
+                 input_output_aliases: Mapping[int, int] | None = None, mesh=None,
+                 input_partition_specs=None):
+        if mesh is not None and getattr(mesh, "size", 1) != 1:
+            raise NotImplementedError(f"{name}: a mesh of {mesh.size} devices (a sharded kernel) is not supported "
+                                      "by this torch_tpu; a one-device mesh is")
+        self.mesh = mesh
+        self.input_partition_specs = input_partition_specs
         self.name = name
         self.jit_fn = jit_fn
         self.trace_key = trace_key
