@@ -8,6 +8,7 @@
 #   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps
 #   bash scripts/setup.sh --serving       # .venv plus the serving extras (vLLM, requirements-serving.txt)
 #   bash scripts/setup.sh --sglang        # --torch 2.14 plus SGLang 0.5.23 (requirements-sglang.txt)
+#   bash scripts/setup.sh --jax           # plus the jax extra (requirements-jax.txt): torch_tpu._internal.pallas
 #
 # The second torch gets its own venv and CMake build folder, so switching
 # between the two never rebuilds the other's objects.
@@ -18,6 +19,7 @@ TORCH_LINE=2.13
 TITAN=0
 SERVING=0
 SGLANG=0
+JAX=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --torch) TORCH_LINE=${2:?--torch needs a version: 2.13 or 2.14}; shift 2 ;;
@@ -25,7 +27,8 @@ while [ $# -gt 0 ]; do
     --titan) TITAN=1; TORCH_LINE=2.14; shift ;;
     --serving) SERVING=1; shift ;;
     --sglang) SGLANG=1; TORCH_LINE=2.14; shift ;;
-    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14, --titan, --sglang, --serving)" >&2; exit 2 ;;
+    --jax) JAX=1; shift ;;
+    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14, --titan, --sglang, --serving, --jax)" >&2; exit 2 ;;
   esac
 done
 case "$TORCH_LINE" in
@@ -61,6 +64,14 @@ $PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&
   || { echo "torch_tpu failed to build (the compiler's errors are above)" >&2; exit 1; }
 (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu") || { echo "torch_tpu failed to import after the build" >&2; exit 1; }
 echo "torch_tpu built and installed in $(( $(date +%s) - start ))s ($VENV, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null))"
+
+if [ "$JAX" = 1 ]; then
+  # --no-deps: jax's dependencies are pinned in the file (no resolver run).
+  $PIP install -q --disable-pip-version-check --no-deps -r requirements-jax.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu._internal.pallas") \
+    || { echo "the jax extra does not import in $VENV (see above)" >&2; exit 1; }
+  echo "jax extra (jax $("$VENV/bin/python" -c 'import jax; print(jax.__version__)')) installed in $VENV"
+fi
 
 if [ "$TITAN" = 1 ]; then
   # TorchTitan 0.3.0 and its dependencies, pinned; torch stays as installed above

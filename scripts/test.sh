@@ -10,8 +10,9 @@ rc214=0
 if [ "${TORCH_TPU_TORCH214:-1}" != 0 ]; then
   bash scripts/test_torch214.sh; rc214=$?
 fi
-# --serving: vLLM for tests/test_serving_vllm.py (requirements-serving.txt).
-bash scripts/setup.sh --serving || exit 1
+# --serving: vLLM for tests/test_serving_vllm.py (requirements-serving.txt);
+# --jax: the kernel bridge for tests/test_kernels_bridge.py (requirements-jax.txt).
+bash scripts/setup.sh --serving --jax || exit 1
 VENV=${TORCH_TPU_VENV:-.venv}
 WORKERS=${TORCH_TPU_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
 "$VENV/bin/python" -m pytest tests -q -p no:cacheprovider --durations=15 -n "$WORKERS" --dist loadgroup ${TORCH_TPU_TEST_ARGS:-} 2>&1 | tee /tmp/torch_tpu_pytest.log

@@ -136,8 +136,23 @@ std::string Builder::module_text() const {
     os << (i ? ", " : "") << results_[i].name();
     rts.push_back(results_[i].type);
   }
-  os << ") : " << types_str(rts) << " -> ()\n  }\n}\n";
+  os << ") : " << types_str(rts) << " -> ()\n  }\n";
+  for (const auto& f : functions_) os << f.second << "\n";
+  os << "}\n";
   return os.str();
+}
+
+void Builder::add_function(const std::string& symbol, const std::string& text) {
+  for (const auto& f : functions_)
+    if (f.first == symbol) return;
+  functions_.emplace_back(symbol, text);
+}
+
+Values Builder::call(const std::string& symbol, const Values& args, const std::vector<Type>& results) {
+  bool known = false;
+  for (const auto& f : functions_) known |= f.first == symbol;
+  if (!known) throw BuildError("func.call: no function @" + symbol + " was added to the module");
+  return emit("func.call", args, results, "callee = @" + symbol);
 }
 
 Values Builder::emit(const std::string& op, const Values& operands,

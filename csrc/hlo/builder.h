@@ -89,6 +89,13 @@ class Builder {
   // runs once per device of its device assignment (collectives.cpp ops).
   void set_num_replicas(int n);
   int num_replicas() const { return num_replicas_; }
+  // A private function emitted into the module after `main` (MLIR text of
+  // one or more `func.func private` ops, whose symbols the caller made
+  // unique). Added once per `symbol`: a second add with the same symbol is a
+  // no-op, so several calls of one kernel share its functions.
+  void add_function(const std::string& symbol, const std::string& text);
+  // func.call of a function added with add_function.
+  Values call(const std::string& symbol, const Values& args, const std::vector<Type>& results);
 
   // ---- generic emission -----------------------------------------------------
   // Emits `results = "op"(operands) ({regions}) {attrs} : (types) -> (types)`.
@@ -246,6 +253,7 @@ class Builder {
   std::vector<Type> params_;
   std::vector<int> param_ids_;
   std::vector<std::pair<int, int>> aliases_;  // (param, result)
+  std::vector<std::pair<std::string, std::string>> functions_;  // (symbol, text)
   Values results_;
   std::vector<std::vector<std::string>> blocks_;  // stack: body lines being built
 };

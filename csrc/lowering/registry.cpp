@@ -1,5 +1,6 @@
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 
 #include "lowering/rule.h"
 
@@ -16,19 +17,28 @@ std::map<std::string, Padding>& paddings() {
   static std::map<std::string, Padding> t;
   return t;
 }
+// Rules are registered from static initializers and, for external ops
+// (external_op.h), at run time while other threads may look rules up.
+std::shared_mutex& table_mutex() {
+  static std::shared_mutex mu;
+  return mu;
+}
 }  // namespace
 
 void register_rule(const std::string& name, Rule rule) {
+  std::unique_lock<std::shared_mutex> lock(table_mutex());
   if (table().count(name)) throw std::logic_error("duplicate lowering rule for " + name);
   table()[name] = std::move(rule);
 }
 
 const Rule* find_rule(const std::string& name) {
+  std::shared_lock<std::shared_mutex> lock(table_mutex());
   auto it = table().find(name);
   return it == table().end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> rule_names(bool include_graph_only) {
+  std::shared_lock<std::shared_mutex> lock(table_mutex());
   std::vector<std::string> names;
   for (const auto& kv : table())
     if (include_graph_only || !kv.second.graph_only) names.push_back(kv.first);

@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hlo/builder.h"
@@ -98,6 +99,11 @@ struct Context {
   // Counter-based RNG state for rules registered with needs_rng: a 0-d ui64
   // seed and a 0-d ui64 offset (the generator's counter before this op).
   Value rng_seed, rng_offset;
+  // Where a rule records (tensor operand, result) pairs it asks to donate:
+  // the operand's buffer may become that result's (external_op.h). The
+  // n-th tensor operand counts Tensor arguments and TensorList elements in
+  // schema order. Null where nothing is donated (graphs, fused clusters).
+  std::vector<std::pair<int, int>>* donations = nullptr;
   const Type& out(size_t i = 0) const;  // throws when the type is unknown
 };
 

@@ -62,6 +62,32 @@ static bool near(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 int main() {
+  run_test("add_function and func.call (an external module's functions)", [] {
+    Builder b;
+    Value x = b.param(Type{DType::F32, {3}});
+    // Pretty-form text, as JAX prints it; added twice, emitted once.
+    const std::string fn =
+        "func.func private @ext_main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
+        "  %0 = call @ext_twice(%arg0) : (tensor<3xf32>) -> tensor<3xf32>\n"
+        "  %1 = stablehlo.add %0, %arg0 : tensor<3xf32>\n"
+        "  return %1 : tensor<3xf32>\n}\n"
+        "func.func private @ext_twice(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
+        "  %0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>\n"
+        "  return %0 : tensor<3xf32>\n}";
+    b.add_function("ext_main", fn);
+    Value y = b.call("ext_main", {x}, {Type{DType::F32, {3}}}).at(0);
+    b.add_function("ext_main", fn);
+    Value z = b.call("ext_main", {y}, {Type{DType::F32, {3}}}).at(0);
+    b.set_results({z});
+    CHECK(near(run_f32(b, {{1, 2, 3}}, {{3}}), {9, 18, 27}));
+    bool refused = false;
+    try {
+      b.call("not_added", {x}, {Type{DType::F32, {3}}});
+    } catch (const hlo::BuildError&) {
+      refused = true;
+    }
+    CHECK(refused);
+  });
   run_test("elementwise and constants", [] {
     Builder b;
     Value x = b.param(Type{DType::F32, {3}});

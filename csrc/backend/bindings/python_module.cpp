@@ -19,6 +19,7 @@
 #include "backend/pipeline/program_runner.h"
 #include "backend/device/stream_events.h"
 #include "backend/pipeline/compile_settings.h"
+#include "backend/bindings/external_op_bindings.h"
 #include "runtime/host_heap.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/rule.h"
@@ -88,6 +89,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
   backend::bind_compile_settings(m);
+  backend::bind_external_ops(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);

@@ -5,6 +5,8 @@
 #include <ATen/native/Resize.h>
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
+
 #include "backend/pipeline/call_record.h"
 #include "backend/pipeline/cpu_fallback.h"
 #include "backend/pipeline/eager_decomposition.h"
@@ -20,6 +22,45 @@
 namespace tt::backend {
 
 namespace {
+
+// The n-th tensor operand's record (Tensor arguments and TensorList
+// elements in schema order, Nones left out), or null.
+const ArgRecord* tensor_operand(const std::vector<ArgRecord>& records, int n) {
+  for (const auto& r : records) {
+    if (r.kind == lowering::Arg::Kind::Tensor) {
+      if (n-- == 0) return &r;
+    } else if (r.kind == lowering::Arg::Kind::TensorList) {
+      for (const auto& e : r.elems)
+        if (e.kind == lowering::Arg::Kind::Tensor && n-- == 0) return &e;
+    }
+  }
+  return nullptr;
+}
+
+// A donated operand (OpMeta::donations) whose view is all of its storage's
+// buffer, read by no other operand, gives that buffer to its result.
+void alias_donations(hlo::Builder& b, const CallState& st, CachedProgram& p) {
+  for (const auto& [operand, result] : p.meta->donations) {
+    const ArgRecord* r = tensor_operand(st.records, operand);
+    if (!r || r->storage < 0 || result < 0 || result >= static_cast<int>(p.meta->outputs.size())) continue;
+    const hlo::Type& param = b.param_types().at(r->storage);
+    const Output& out = p.meta->outputs[result];
+    if (param.dtype != out.dtype || param.shape != out.sizes || r->dtype != param.dtype ||
+        !lowering::covers_storage(r->view, lowering::numel(param.shape)))
+      continue;
+    int readers = 0;
+    for (const auto& other : st.records) {
+      readers += other.storage == r->storage;
+      for (const auto& e : other.elems) readers += e.storage == r->storage;
+    }
+    bool taken = false;
+    for (const auto& d : p.donated) taken |= d.first == r->storage || d.second == result;
+    if (readers != 1 || taken) continue;
+    b.alias_param(r->storage, result);
+    p.aliased_params.push_back(r->storage);
+    p.donated.emplace_back(r->storage, result);
+  }
+}
 
 // Lowers the call into a one-call program and compiles it.
 std::shared_ptr<CachedProgram> build_program(const OpPlan& plan, const c10::OperatorHandle& op,
@@ -38,6 +79,7 @@ std::shared_ptr<CachedProgram> build_program(const OpPlan& plan, const c10::Oper
       p->aliased_params.push_back(self);
     }
   }
+  if (plan.mode == Mode::Functional) alias_donations(b, st, *p);
   p->exe = compile_program(b.module_text(), ProgramMode::Eager, p->meta->producer);
   return p;
 }
@@ -158,15 +200,25 @@ void execute(const OpPlan& plan, const c10::OperatorHandle& op, torch::jit::Stac
   ProgramArgs inputs;
   for (const auto& s : st.storages) inputs.add(s.buffer.get());
   for (const auto& s : st.scalars) inputs.add(scalar_buffer(s, device));
+  std::vector<int> given;  // aliased parameters whose buffers are donated
   for (int param : program->aliased_params) {
     // Donated only when the written storage alone holds its buffer (the
     // CallState's reference aside): no other storage shares it, no pending
     // work reads it.
     const StorageUse& self = st.storages[param];
-    inputs.set_aliased(param, self.storage->buffer == self.buffer && self.buffer.use_count() == 2);
+    bool give = self.storage->buffer == self.buffer && self.buffer.use_count() == 2;
+    inputs.set_aliased(param, give);
+    if (give) given.push_back(param);
   }
   if (meta.needs_rng) inputs.add_rng(st.generator, device, meta.rng_counters);
   std::vector<runtime::BufferPtr> outs = run_program(*program->exe, inputs, device, meta.producer, meta.checks);
+  for (const auto& [param, result] : program->donated) {
+    // The donated operand's storage now holds its result (its old buffer
+    // is gone), as when the kernel wrote the result into it.
+    // A shared buffer was copied by XLA instead, and the operand keeps it.
+    if (std::find(given.begin(), given.end(), param) != given.end())
+      set_buffer(st.storages[param].storage, outs.at(result));
+  }
 
   if (plan.mode == Mode::Inplace) {
     set_buffer(st.storages[st.records[0].storage].storage, outs.at(0));

@@ -131,8 +131,10 @@ Arg build_arg(hlo::Builder& b, const ArgRecord& r, const ProgramInputs& in) {
 // the returns as the rule produced them.
 hlo::Values emit_impl(hlo::Builder& b, const ProgramInputs& in, const OpPlan& plan, const OpMeta& meta,
                       const std::vector<ArgRecord>& records, std::vector<int>* derived_list_sizes,
-                      std::vector<lowering::DeviceCheck>* checks) {
+                      std::vector<lowering::DeviceCheck>* checks,
+                      std::vector<std::pair<int, int>>* donations = nullptr) {
   lowering::Context ctx;
+  ctx.donations = donations;
   ctx.op = plan.functional;
   ctx.out_types = meta.rule_types;
   ctx.checks = checks;
@@ -195,7 +197,8 @@ std::shared_ptr<OpMeta> lower_op(hlo::Builder& b, const ProgramInputs& in, const
   std::vector<int> derived;
   std::vector<lowering::DeviceCheck> checks;
   *results = emit_impl(b, in, plan, *meta, st.records, &derived,
-                       lowering::device_checks_enabled() ? &checks : nullptr);
+                       lowering::device_checks_enabled() ? &checks : nullptr,
+                       plan.mode == Mode::Functional ? &meta->donations : nullptr);
   if (!meta->types_known) meta->list_sizes = derived;
   if (plan.mode == Mode::Inplace) {
     meta->list_sizes = {-1};

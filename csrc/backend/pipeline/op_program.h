@@ -39,6 +39,9 @@ struct OpMeta {
   // The call's device checks (lowering/device_check.h): when set, its
   // program returns their flags as one more result, after the others.
   std::shared_ptr<const std::vector<lowering::CheckInfo>> checks;
+  // (tensor operand, result) pairs the rule asked to donate
+  // (lowering::Context::donations); honored by strict eager only.
+  std::vector<std::pair<int, int>> donations;
 };
 
 // The values a call reads inside a program.

@@ -46,6 +46,9 @@ struct CachedProgram {
   // Parameters aliased to a result (their buffers may be donated): an
   // in-place eager call's written storage; a fused cluster's inputs.
   std::vector<int> aliased_params;
+  // A functional eager call's donated operands (OpMeta::donations):
+  // (parameter, result); the parameter is also in aliased_params.
+  std::vector<std::pair<int, int>> donated;
 };
 
 struct ModeCounters {
