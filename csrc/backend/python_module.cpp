@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "backend/attention_bindings.h"
 #include "backend/cpu_fallback.h"
 #include "backend/dist/dist_bindings.h"
 #include "backend/eager_decomposition.h"
@@ -86,6 +87,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
   m.def("_register_ops", &backend::register_lowered_ops);
   backend::bind_graph_executable(m);
+  backend::bind_attention(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);

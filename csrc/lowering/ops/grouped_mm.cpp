@@ -1,0 +1,156 @@
+// torch._grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None): the
+// grouped matmul that mixture-of-experts layers call, as one program.
+// offs (int32, G) holds the cumulative group ends along the grouped dim;
+// group g spans [offs[g-1], offs[g]) (offs[-1] = 0):
+//   2D (M, K) x 3D (G, K, N) -> (M, N): rows of group g times mat2[g];
+//   3D (G, M, K) x 2D (K, N) -> (M, N): columns of group g are self[g] times
+//     those columns of mat2;
+//   2D (M, K) x 2D (K, N) -> (G, M, N): result g is the product over the
+//     contraction indices of group g;
+//   3D x 3D (no offs): a batched matmul.
+// Autograd's derivative calls _grouped_mm again on transposes, so backward
+// runs through this rule too.
+//
+// A ragged group has no static size, so each ragged layout is one
+// stablehlo.while over (group, tile) pairs: a fixed-size tile of kTile
+// indices starting where the group's unprocessed part starts, multiplied
+// whole and kept only where its indices belong to the group. The loop runs
+// at most ceil(size / kTile) + G times and does (size + G * kTile) / size
+// times the matmul work of the products themselves, instead of G times for a
+// masked dense product. (XLA's CPU compiler rejects the ragged-dot HLO, which
+// a TPU would run natively.)
+// Rows (or columns) past offs[G-1] are zeros (the CPU leaves them unwritten);
+// offs that decrease give empty groups. bf16/f16 multiply in f32 and round
+// once at the end, as PyTorch's CPU kernel accumulates.
+#include <algorithm>
+
+#include "lowering/helpers.h"
+
+namespace tt::lowering {
+namespace {
+
+using hlo::Cmp;
+
+// Indices per tile. Measured on XLA's CPU plugin (benchmarks/grouped_mm.py,
+// bfloat16, M=4096 tokens, K=N=512, 8 groups): 128 and 256 ran within 10%
+// of each other, 64 was slower (more loop trips), 512 wasted work at group
+// edges.
+constexpr int64_t kTile = 256;
+
+Value s32(Builder& b, int64_t v) { return b.constant_int(v, DType::S32); }
+
+// offs[g] as a 0-d s32, clamped to [lo, hi].
+Value group_end(Builder& b, Value offs, Value g, Value lo, int64_t hi) {
+  Value end = b.reshape(b.dynamic_slice(offs, {g}, {1}), {});
+  return b.max(lo, b.min(end, s32(b, hi)));
+}
+
+// The loop's advance: the tile [s, s + tile) covered the group up to `end`
+// when s + tile >= end; then the next group starts at `end`.
+Values advance(Builder& b, Value g, Value s, Value end, int64_t tile) {
+  Value next = b.min(b.add(s, s32(b, tile)), end);
+  Value done = b.compare(next, end, Cmp::EQ);
+  return {b.select(done, b.add(g, s32(b, 1)), g), next};
+}
+
+// `keep` (tile,) indices s + i < end, broadcast along `dim` of `shape`.
+Value in_group(Builder& b, Value s, Value end, const Shape& shape, int64_t dim) {
+  Type it{DType::S32, shape};
+  Value idx = b.add(b.iota(it, dim), b.broadcast_in_dim(s, shape, {}));
+  return b.compare(idx, b.broadcast_in_dim(end, shape, {}), Cmp::LT);
+}
+
+Value pad_dim(Builder& b, Value x, int64_t dim, int64_t extra) {
+  std::vector<int64_t> lo(x.rank(), 0), hi(x.rank(), 0), in(x.rank(), 0);
+  hi[dim] = extra;
+  return b.pad(x, b.constant(0, x.dtype()), lo, hi, in);
+}
+
+// a (M, K) rows grouped by offs, w (G, K, N) -> (M, N).
+Value ragged_rows(Builder& b, Value a, Value w, Value offs, DType acc) {
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = w.shape()[2], groups = w.shape()[0];
+  const int64_t tile = std::max<int64_t>(1, std::min(kTile, m));
+  Values r = b.while_loop(
+      {s32(b, 0), s32(b, 0), b.constant(0, acc, {m + tile, n}), pad_dim(b, a, 0, tile), w, offs},
+      [groups](Builder& bb, const Values& st) { return Values{bb.compare(st[0], s32(bb, groups), Cmp::LT)}; },
+      [=](Builder& bb, const Values& st) {
+        Value g = st[0], s = st[1], out = st[2], ap = st[3], w = st[4], offs = st[5];
+        Value end = group_end(bb, offs, g, s, m);
+        Value z = s32(bb, 0);
+        Value at = bb.dynamic_slice(ap, {s, z}, {tile, k});
+        Value wg = bb.reshape(bb.dynamic_slice(w, {g, z, z}, {1, k, n}), {k, n});
+        Value prod = bb.dot_general(at, wg, {}, {}, {1}, {0}, acc, matmul_precision());
+        Value cur = bb.dynamic_slice(out, {s, z}, {tile, n});
+        out = bb.dynamic_update_slice(out, bb.select(in_group(bb, s, end, {tile, n}, 0), prod, cur), {s, z});
+        Values next = advance(bb, g, s, end, tile);
+        return Values{next[0], next[1], out, ap, w, offs};
+      });
+  return b.slice(r[2], {0, 0}, {m, n});
+}
+
+// a (M, K), w (K, N), the contraction dim grouped by offs -> (G, M, N).
+Value ragged_contraction(Builder& b, Value a, Value w, Value offs, DType acc) {
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = w.shape()[1], groups = offs.shape()[0];
+  const int64_t tile = std::max<int64_t>(1, std::min(kTile, k));
+  Values r = b.while_loop(
+      {s32(b, 0), s32(b, 0), b.constant(0, acc, {groups, m, n}), pad_dim(b, a, 1, tile), pad_dim(b, w, 0, tile), offs},
+      [groups](Builder& bb, const Values& st) { return Values{bb.compare(st[0], s32(bb, groups), Cmp::LT)}; },
+      [=](Builder& bb, const Values& st) {
+        Value g = st[0], s = st[1], out = st[2], ap = st[3], wp = st[4], offs = st[5];
+        Value end = group_end(bb, offs, g, s, k);
+        Value z = s32(bb, 0);
+        Value at = bb.dynamic_slice(ap, {z, s}, {m, tile});
+        Value wt = bb.dynamic_slice(wp, {s, z}, {tile, n});
+        // Both factors are zeroed outside the group (0 * inf would be nan).
+        at = bb.select(in_group(bb, s, end, {m, tile}, 1), at, bb.constant(0, acc, {m, tile}));
+        wt = bb.select(in_group(bb, s, end, {tile, n}, 0), wt, bb.constant(0, acc, {tile, n}));
+        Value prod = bb.dot_general(at, wt, {}, {}, {1}, {0}, acc, matmul_precision());
+        Value cur = bb.dynamic_slice(out, {g, z, z}, {1, m, n});
+        out = bb.dynamic_update_slice(out, bb.add(cur, bb.reshape(prod, {1, m, n})), {g, z, z});
+        Values next = advance(bb, g, s, end, tile);
+        return Values{next[0], next[1], out, ap, wp, offs};
+      });
+  return r[2];
+}
+
+// _grouped_mm(Tensor self, Tensor mat2, Tensor? offs=None, Tensor? bias=None,
+//   ScalarType? out_dtype=None) -> Tensor. PyTorch's meta kernel checks the
+// layouts, offs' dtype and that bias is None before the rule runs.
+TT_RULE({"aten::_grouped_mm"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), w = a[1].value();
+  if (!a[3].is_none()) throw InvalidArgument("grouped_mm: bias is not supported");
+  if (x.dtype() != w.dtype())
+    throw InvalidArgument(std::string("grouped_mm: expected mat_a and mat_b to have the same dtype, but got ") +
+                          hlo::mlir_name(x.dtype()) + " and " + hlo::mlir_name(w.dtype()));
+  if (!hlo::is_float(x.dtype()))
+    throw InvalidArgument(std::string("grouped_mm: expected floating point inputs, got ") + hlo::mlir_name(x.dtype()));
+  const Type& out = c.out(0);
+  DType acc = acc_dtype(out.dtype);
+  bool has_offs = !a[2].is_none();
+  if ((x.rank() == 2 || w.rank() == 2) && !has_offs)
+    throw InvalidArgument("grouped_mm: offs is needed for 2D multiplicands");
+  if (x.rank() == 3 && w.rank() == 3 && has_offs)
+    throw InvalidArgument("grouped_mm: offs is not needed for 3D/3D multiplicands");
+  if (numel(out.shape) == 0) return Values{b.constant(0, out.dtype, out.shape)};
+  x = b.convert(x, acc);
+  w = b.convert(w, acc);
+  Value r;
+  if (x.rank() == 3 && w.rank() == 3) {
+    r = b.dot_general(x, w, {0}, {0}, {2}, {1}, acc, matmul_precision());
+  } else {
+    Value offs = b.convert(a[2].value(), DType::S32);
+    if (x.rank() == 2 && w.rank() == 3) {
+      r = ragged_rows(b, x, w, offs, acc);
+    } else if (x.rank() == 3 && w.rank() == 2) {
+      // (M, N) columns grouped: its transpose is w^T's rows grouped times x^T.
+      r = b.transpose(ragged_rows(b, b.transpose(w, {1, 0}), b.transpose(x, {0, 2, 1}), offs, acc), {1, 0});
+    } else {
+      r = ragged_contraction(b, x, w, offs, acc);
+    }
+  }
+  if (r.shape() != out.shape) throw LoweringError("grouped_mm: unexpected result shape");
+  return Values{b.convert(r, out.dtype)};
+});
+
+}  // namespace
+}  // namespace tt::lowering
