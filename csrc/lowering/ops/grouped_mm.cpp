@@ -113,24 +113,66 @@ Value ragged_contraction(Builder& b, Value a, Value w, Value offs, DType acc) {
   return r[2];
 }
 
+// The result type of a call whose arguments PyTorch's meta kernel did not
+// check (it takes bfloat16 only; the CPU kernel also float32 and float16):
+// the CPU kernel's checks, in its words.
+Type checked_result_type(const Args& a) {
+  Value x = a[0].value(), w = a[1].value();
+  auto name = [](DType t) {
+    switch (t) {
+      case DType::F16: return "Half";
+      case DType::F32: return "Float";
+      case DType::BF16: return "BFloat16";
+      case DType::F64: return "Double";
+      default: return hlo::mlir_name(t);
+    }
+  };
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
+    throw InvalidArgument(std::string("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got ") +
+                          name(x.dtype()));
+  if (x.dtype() != w.dtype())
+    throw InvalidArgument(std::string("expected m1 and m2 to have the same dtype, but got: ") + name(x.dtype()) +
+                          " != " + name(w.dtype()));
+  // out_dtype (a ScalarType: 5 Half, 6 Float, 15 BFloat16) must be mat_a's.
+  if (!a[4].is_none()) {
+    int64_t st = a[4].i;
+    DType t = st == 5 ? DType::F16 : st == 6 ? DType::F32 : st == 15 ? DType::BF16 : DType::Pred;
+    if (t != x.dtype()) throw InvalidArgument("Grouped gemm output dtype must match `mat_a` dtype");
+  }
+  if (!a[3].is_none()) throw InvalidArgument("Bias not supported yet");
+  if ((x.rank() != 2 && x.rank() != 3) || (w.rank() != 2 && w.rank() != 3))
+    throw InvalidArgument("mat_a has to be 2 or 3d, mat_b has to be 2 or 3d");
+  bool has_offs = !a[2].is_none();
+  if (has_offs != (x.rank() == 2 || w.rank() == 2))
+    throw InvalidArgument("Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d");
+  if (has_offs) {
+    Value offs = a[2].value();
+    if (offs.rank() != 1) throw InvalidArgument("offs has to be 1D");
+    if (offs.dtype() != DType::S32) throw InvalidArgument("Offsets have to be int32");
+  }
+  const Shape &xs = x.shape(), &ws = w.shape();
+  if (xs.back() != ws[ws.size() - 2]) throw InvalidArgument("contraction dimension of mat_a and mat_b must match");
+  int64_t groups = has_offs ? a[2].value().shape()[0] : 0;
+  if (x.rank() == 2 && w.rank() == 2) return Type{x.dtype(), {groups, xs[0], ws[1]}};
+  if (x.rank() == 2) {
+    if (ws[0] != groups) throw InvalidArgument("matrix batch sizes have to match");
+    return Type{x.dtype(), {xs[0], ws[2]}};
+  }
+  if (w.rank() == 2) {
+    if (xs[0] != groups) throw InvalidArgument("matrix batch sizes have to match");
+    return Type{x.dtype(), {xs[1], ws[1]}};
+  }
+  if (xs[0] != ws[0]) throw InvalidArgument("batched dimension has to match");
+  return Type{x.dtype(), {xs[0], xs[1], ws[2]}};
+}
+
 // _grouped_mm(Tensor self, Tensor mat2, Tensor? offs=None, Tensor? bias=None,
-//   ScalarType? out_dtype=None) -> Tensor. PyTorch's meta kernel checks the
-// layouts, offs' dtype and that bias is None before the rule runs.
+//   ScalarType? out_dtype=None) -> Tensor. For bfloat16, PyTorch's meta
+// kernel has checked the call (layouts, offs, bias, strides).
 TT_RULE({"aten::_grouped_mm"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value(), w = a[1].value();
-  if (!a[3].is_none()) throw InvalidArgument("grouped_mm: bias is not supported");
-  if (x.dtype() != w.dtype())
-    throw InvalidArgument(std::string("grouped_mm: expected mat_a and mat_b to have the same dtype, but got ") +
-                          hlo::mlir_name(x.dtype()) + " and " + hlo::mlir_name(w.dtype()));
-  if (!hlo::is_float(x.dtype()))
-    throw InvalidArgument(std::string("grouped_mm: expected floating point inputs, got ") + hlo::mlir_name(x.dtype()));
-  const Type& out = c.out(0);
+  const Type out = c.out_types.empty() ? checked_result_type(a) : c.out(0);
   DType acc = acc_dtype(out.dtype);
-  bool has_offs = !a[2].is_none();
-  if ((x.rank() == 2 || w.rank() == 2) && !has_offs)
-    throw InvalidArgument("grouped_mm: offs is needed for 2D multiplicands");
-  if (x.rank() == 3 && w.rank() == 3 && has_offs)
-    throw InvalidArgument("grouped_mm: offs is not needed for 3D/3D multiplicands");
   if (numel(out.shape) == 0) return Values{b.constant(0, out.dtype, out.shape)};
   x = b.convert(x, acc);
   w = b.convert(w, acc);
