@@ -14,7 +14,7 @@ after the other, forced with torch_tpu._sdpa_path.forced. Printed per path:
   what XLA allocates inside a program, which is where the L x S score matrix
   lives);
 - peak process: growth of the process's peak resident set (VmHWM, reset
-  through /proc/self/clear_refs) during the step. XLA's CPU plugin keeps
+  through /proc/self/clear_refs after glibc's malloc_trim) during the step. XLA's CPU plugin keeps
   device memory in host memory, so this is the device's real peak, program
   temporaries included.
 and the dense/blockwise ratios. A dense step that fails (out of memory) is
@@ -22,6 +22,7 @@ reported as such. --skip-dense-above skips dense past that length (on a
 machine too small for its L x S matrix).
 """
 import argparse
+import ctypes
 import time
 
 import torch
@@ -37,6 +38,9 @@ def _status(field):
 
 
 def _reset_peak_rss():
+    # Freed heap pages stay resident until trimmed, and a step reusing them
+    # would not raise the peak.
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
 

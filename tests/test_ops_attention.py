@@ -8,6 +8,8 @@ blockwise one (online softmax over key blocks), reached by long key
 sequences and, on the same small rows, by forcing it with tiny blocks
 (torch_tpu._sdpa_path.forced); the dense lowering is its reference on tpu,
 and its memory is checked to grow with L + S, not L * S."""
+import ctypes
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -133,6 +135,9 @@ def _peak_rss_growth(fn):
     def rss(field):
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field))
+    # Freed heap pages stay resident until trimmed, and a step reusing them
+    # would not raise the peak.
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets the peak (VmHWM) to the current size
     before = rss("VmRSS")
@@ -153,3 +158,48 @@ def test_sdpa_long_memory_grows_with_length_not_its_square():
     with forced("dense"):
         step()
         assert _peak_rss_growth(step) > 256 * 2**20
+
+
+class _AtenLog(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("kw,kv_heads,mask", [
+    (dict(), 4, False), (dict(is_causal=True), 4, False), (dict(), 4, True),
+    (dict(enable_gqa=True, is_causal=True), 2, False)])
+def test_sdpa_is_one_program_each_way(kw, kv_heads, mask):
+    q = torch.randn(2, 4, 5, 8, device="tpu", requires_grad=True)
+    k = torch.randn(2, kv_heads, 5, 8, device="tpu", requires_grad=True)
+    v = torch.randn(2, kv_heads, 5, 8, device="tpu", requires_grad=True)
+    m = torch.randn(5, 5, device="tpu") if mask else None
+    with _AtenLog() as log:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
+        out.sum().backward()
+    attention = [o for o in log.ops if "attention" in o]
+    assert attention == ["_scaled_dot_product_flash_attention_for_cpu",
+                         "_scaled_dot_product_flash_attention_for_cpu_backward"], log.ops
+    assert not {"bmm", "matmul", "_softmax", "_safe_softmax"} & set(log.ops), log.ops
+
+
+def test_sdpa_dropout_runs_natively():
+    # Dropout takes PyTorch's math path; its random mask differs from the
+    # CPU's, so check what does not depend on it: p=1 drops everything.
+    q = torch.randn(1, 2, 3, 4, device="tpu")
+    out = F.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
+    assert out.device.type == "tpu"
+    assert torch.equal(out.cpu(), torch.zeros(1, 2, 3, 4))
+
+
+def test_sdpa_bad_heads_raise():
+    q = torch.randn(1, 3, 2, 4)
+    k = torch.randn(1, 2, 2, 4)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q.to("tpu"), k.to("tpu"), k.to("tpu"), enable_gqa=True)
