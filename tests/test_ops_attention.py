@@ -83,8 +83,9 @@ def test_sdpa_blockwise(case, shapes, dtype):
         run_case(case, shapes, dtype)
 
 
-# Past the dense threshold (2048 keys) the automatic choice is blockwise.
-LONG = 2100
+# Past the dense threshold (256 keys, 16 queries) the automatic choice is
+# blockwise: 600 keys are 5 blocks of 128, the last one padded.
+LONG = 600
 LONG_Q, LONG_KV, LONG_KV_GQA = (1, 2, 16, 8), (1, 2, LONG, 8), (1, 1, LONG, 8)
 LONG_CASES = [
     OpCase("sdpa_long", sdpa(), [[LONG_Q, LONG_KV, LONG_KV]], FLOATS, grad=True, noncontiguous=False),

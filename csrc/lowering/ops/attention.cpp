@@ -12,8 +12,9 @@
 // heads are regrouped as (B, Hk, G*L, E), which is a plain reshape.
 // Scores and softmax compute in f32 for f16/bf16 (f64 stays f64). A row that
 // masks every key gives zeros, as PyTorch's math path (_safe_softmax) does.
-// Past attention::kDenseMaxKeys keys the same ops take the blockwise lowering
-// (attention_blockwise.cpp), whose memory grows with L + S instead of L * S.
+// Past a measured key length (attention_blockwise.cpp's kDenseMaxKeys) the
+// same ops take the blockwise lowering, whose memory grows with L + S
+// instead of L * S.
 #include <cmath>
 
 #include "lowering/ops/attention_common.h"

@@ -1,5 +1,5 @@
 // Blockwise scaled dot-product attention: one stablehlo.while loop over key
-// blocks of kBlockKeys keys, so that memory grows with L + S instead of L * S.
+// blocks of kBlockKeys keys (used past kDenseMaxKeys keys), so that memory grows with L + S instead of L * S.
 //
 // Forward (online softmax): for each key block j, with s_j = scale * q k_j^T
 // + bias_j (B, Hk, G*L, block),
@@ -25,18 +25,25 @@
 
 namespace tt::lowering::attention {
 
-// Keys per block. Measured on XLA's CPU plugin (benchmarks/attention_memory.py,
-// float32, B=1, H=4, E=64, L=S=4096, forward + backward): 256, 512 and 1024
-// keys per block ran within 10% of each other, 128 was 1.3x slower (loop
-// overhead); 512 keeps the per-block tile (L x 512) small.
-constexpr int64_t kBlockKeys = 512;
+// Measured on XLA's CPU plugin, this machine (2 cores shared with other
+// builds, so each figure is the best of 2-3 interleaved runs), float32,
+// B=1, H=4, E=64, forward + backward, with the helpers in
+// benchmarks/attention_memory.py (torch_tpu._sdpa_path.forced picks the path).
+//
+// Keys per block: at L = S = 2048 a step took 0.89 s with 128 keys per
+// block, 0.98 s with 256, 1.17 s with 512 and 1024; at 4096, 2.6 s with
+// 128, 3.3 s with 256, 3.6 s with 512 and 3.5 s with 1024. Smaller blocks
+// also keep the (L x block) tiles small.
+constexpr int64_t kBlockKeys = 128;
 
-// Dense up to this many keys. Measured on XLA's CPU plugin
-// (benchmarks/attention_memory.py --sweep, float32, B=1, H=4, E=64, L=S,
-// forward + backward): dense was faster at 512 and 1024 keys, the two were
-// level at 2048, and blockwise was faster from 4096 on (the dense score
-// matrix stops fitting in cache), so the dense form stays up to 2048 keys.
-constexpr int64_t kDenseMaxKeys = 2048;
+// Dense up to this many keys: at L = S, dense/blockwise step time was 0.89
+// at 128 keys, 1.04 at 256, 1.19 at 512 and 2.46 at 1024.
+constexpr int64_t kDenseMaxKeys = 256;
+
+// Dense below this many queries: one query row (decoding) against 4096 keys
+// ran 1.6x faster dense (forward), while 16 rows ran 1.4x faster blockwise;
+// with few rows the dense score matrix is small anyway (L x S).
+constexpr int64_t kBlockwiseMinQueries = 16;
 
 namespace {
 
@@ -149,7 +156,7 @@ bool use_blockwise(const Geometry& g) {
   switch (path_override()) {
     case Path::Dense: return false;
     case Path::Blockwise: return true;
-    default: return g.s > kDenseMaxKeys;
+    default: return g.s > kDenseMaxKeys && g.l >= kBlockwiseMinQueries;
   }
 }
 
