@@ -20,6 +20,7 @@
 #include "backend/device/stream_events.h"
 #include "backend/pipeline/compile_settings.h"
 #include "backend/bindings/external_op_bindings.h"
+#include "backend/bindings/attention_bindings.h"
 #include "runtime/host_heap.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/rule.h"
@@ -90,6 +91,7 @@ PYBIND11_MODULE(_C, m) {
   backend::bind_graph_executable(m);
   backend::bind_compile_settings(m);
   backend::bind_external_ops(m);
+  backend::bind_attention(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);

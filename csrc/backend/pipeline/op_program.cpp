@@ -64,6 +64,11 @@ bool meta_kernel_fails(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue>
   auto absent = [](const c10::IValue& v) { return v.isNone() || (v.isTensor() && !v.toTensor().defined()); };
   if (op.schema().name() == "aten::_thnn_fused_lstm_cell")
     return args.size() > 4 && (absent(args[3]) || absent(args[4]));
+  // torch/_meta_registrations.py's _grouped_mm accepts bfloat16 only; the CPU
+  // kernel also multiplies float32 and float16 (transformers' MoE calls it so
+  // on tpu). The rule checks those calls as the CPU does.
+  if (name == "aten::_grouped_mm" && !args.empty() && args[0].isTensor())
+    return args[0].toTensor().scalar_type() != at::kBFloat16;
   return false;
 }
 

@@ -12,22 +12,16 @@
 // heads are regrouped as (B, Hk, G*L, E), which is a plain reshape.
 // Scores and softmax compute in f32 for f16/bf16 (f64 stays f64). A row that
 // masks every key gives zeros, as PyTorch's math path (_safe_softmax) does.
+// Past a measured key length (attention_blockwise.cpp's kDenseMaxKeys) the
+// same ops take the blockwise lowering, whose memory grows with L + S
+// instead of L * S.
 #include <cmath>
 
-#include "lowering/helpers.h"
+#include "lowering/ops/attention_common.h"
 
 namespace tt::lowering {
-namespace {
 
-using hlo::Cmp;
-
-DType compute_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
-
-struct Geometry {
-  int64_t batch, hq, hk, groups, l, s, e, ev;
-  Shape grouped(int64_t last) const { return {batch, hk, groups * l, last}; }
-  Shape scores() const { return {batch, hk, groups * l, s}; }
-};
+namespace attention {
 
 Geometry geometry(const Value& q, const Value& k, const Value& v) {
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
@@ -46,6 +40,13 @@ double softmax_scale(const Arg& scale, int64_t head_dim) {
   if (!scale.is_none()) return scale.d;
   return 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
+
+}  // namespace attention
+
+namespace {
+
+using hlo::Cmp;
+using attention::Geometry;
 
 // The additive bias on the grouped scores (B, Hk, G*L, S): attn_mask and the
 // causal triangle, -inf where a key is masked. Invalid Value when neither.
@@ -85,13 +86,20 @@ Value expand_rows(Builder& b, Value rows, const Shape& s) { return b.broadcast_i
 
 // _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p,
 //   is_causal, *, attn_mask, scale) -> (output, logsumexp (B, Hq, L) f32)
+// Long key sequences take the blockwise lowering (attention_blockwise.cpp).
 TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu"}, [](Builder& b, const Args& a, const Context& c) {
   Value q = a[0].value(), k = a[1].value(), v = a[2].value();
   if (a[3].d != 0.0) throw LoweringError("scaled_dot_product_attention with dropout (tpu takes the math path)");
-  Geometry g = geometry(q, k, v);
-  DType acc = compute_dtype(c.out(0).dtype);
+  Geometry g = attention::geometry(q, k, v);
+  DType acc = attention::compute_dtype(c.out(0).dtype);
+  double scale = attention::softmax_scale(a[6], g.e);
+  if (attention::use_blockwise(g)) {
+    attention::Call call{g, b.convert(q, acc), b.convert(k, acc), b.convert(v, acc), &a[5], a[4].b, scale, acc};
+    Values r = attention::blockwise_forward(b, call);
+    return Values{b.convert(r[0], c.out(0).dtype), b.convert(r[1], c.out(1).dtype)};
+  }
   Value bias = score_bias(b, g, a[5], a[4].b, acc);
-  Value sc = scores(b, g, q, k, softmax_scale(a[6], g.e), bias, acc);
+  Value sc = scores(b, g, q, k, scale, bias, acc);
   Shape ss = g.scores();
   Value m = reduce_max(b, sc, {3});
   // Fully masked rows: max is -inf; shift by 0 instead so exp gives 0, not nan.
@@ -116,14 +124,21 @@ TT_PADDING({"aten::_scaled_dot_product_flash_attention_for_cpu"},
 // With P = softmax(scores) rebuilt from logsumexp:
 //   dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dO * O)),
 //   dQ = scale * dS K, dK = scale * dS^T Q  (sums over each key head's group).
+// The same shapes take the same path as the forward (blockwise past the
+// threshold).
 TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
         [](Builder& b, const Args& a, const Context& c) {
   Value dout = a[0].value(), q = a[1].value(), k = a[2].value(), v = a[3].value();
   Value out = a[4].value(), lse = a[5].value();
   if (a[6].d != 0.0) throw LoweringError("scaled_dot_product_attention backward with dropout");
-  Geometry g = geometry(q, k, v);
-  DType acc = compute_dtype(c.out(0).dtype);
-  double scale = softmax_scale(a[9], g.e);
+  Geometry g = attention::geometry(q, k, v);
+  DType acc = attention::compute_dtype(c.out(0).dtype);
+  double scale = attention::softmax_scale(a[9], g.e);
+  if (attention::use_blockwise(g)) {
+    attention::Call call{g, b.convert(q, acc), b.convert(k, acc), b.convert(v, acc), &a[8], a[7].b, scale, acc};
+    Values r = attention::blockwise_backward(b, call, b.convert(dout, acc), b.convert(out, acc), b.convert(lse, acc));
+    return Values{b.convert(r[0], c.out(0).dtype), b.convert(r[1], c.out(1).dtype), b.convert(r[2], c.out(2).dtype)};
+  }
   Value bias = score_bias(b, g, a[8], a[7].b, acc);
   Value sc = scores(b, g, q, k, scale, bias, acc);
   Shape ss = g.scores();

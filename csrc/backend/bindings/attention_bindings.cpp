@@ -1,0 +1,29 @@
+// _set_sdpa_path(path, block_keys): forces the dense or the blockwise SDPA
+// lowering ("auto", "dense", "blockwise") and the key block size (0: the
+// default), for programs built after the call. Benchmarks and tests use it
+// through torch_tpu._sdpa_path, which also drops the program cache.
+#include "backend/bindings/attention_bindings.h"
+
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "lowering/ops/attention_common.h"
+
+namespace tt::backend {
+
+void bind_attention(pybind11::module_& m) {
+  namespace attention = lowering::attention;
+  m.def("_set_sdpa_path", [](const std::string& path, int64_t block_keys) {
+    attention::Path p;
+    if (path == "auto") p = attention::Path::Auto;
+    else if (path == "dense") p = attention::Path::Dense;
+    else if (path == "blockwise") p = attention::Path::Blockwise;
+    else throw pybind11::value_error("sdpa path must be 'auto', 'dense' or 'blockwise', not '" + path + "'");
+    if (block_keys < 0) throw pybind11::value_error("block_keys must be >= 0");
+    attention::set_path_override(p, block_keys);
+  });
+}
+
+}  // namespace tt::backend
