@@ -1,7 +1,7 @@
 """torch_tpu.tune: one bounded tuning run of a tiny language model
 (tests/data/tune_small_lm.py), its table and settings file, and bad input.
 
-The run has a 75 s budget; every worker is a fresh process, so the run's
+The run has a 70 s budget; every worker is a fresh process, so the run's
 length is bounded by the budget, not by the machine."""
 import json
 import os
@@ -17,7 +17,7 @@ from torch_tpu.tune import space
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "data", "tune_small_lm.py")
-BUDGET_S = 75.0
+BUDGET_S = 70.0
 
 pytestmark = pytest.mark.xdist_group("tune")  # one tuning run at a time: it measures
 
@@ -72,7 +72,7 @@ def test_precision_rows_are_flagged(result):
         assert r.changes_numerics()
         if r.ok_runs:
             assert r.deviation(result.default) is not None
-            assert "changes" in result.table()
+            assert "(flag)" in result.table()
 
 
 def test_pick_is_not_slower_than_default(result):

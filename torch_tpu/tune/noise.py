@@ -1,11 +1,12 @@
 """Noise and repeats: how far apart two measurements of the same candidate
 are, and when the ratio between the best two candidates is stable.
 
-A candidate's step time is the median of its processes' median step times.
+A candidate's step time is the median over its processes of each one's step
+time (the lower quartile of its timed steps, worker.py).
 Two kinds of spread are stated:
   within   the interquartile range of one process's step times over their
            median (the step-to-step jitter);
-  between  (max - min) / median of the processes' medians (what a fresh
+  between  (max - min) / median of the processes' step times (what a fresh
            process changes: layout, caches, the machine's load), once a
            candidate ran in two processes or more.
 The ratio between the best two is stable when its last two estimates (after

@@ -149,7 +149,7 @@ class TuneResult:
         if self.noise is not None:
             src = "between fresh processes and step to step" if any(
                 len(r.ok_runs) > 1 for r in self.rows) else "step to step only (no repeat fitted the budget)"
-            lines.append(f"noise: ±{100 * self.noise:.1f}% ({src}); ratio of the best two over repeat rounds: "
+            lines.append(f"noise: ±{100 * self.noise:.1f}%, {src}; ratio of the best two over repeat rounds: "
                          f"{', '.join(f'{x:.3f}' for x in self.ratios) or 'not repeated'}"
                          f"{' (stable)' if self.stable else ''}")
         lines.append(f"time: {self.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget")

@@ -22,7 +22,8 @@ _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(torch_tpu.__fi
 def run(spec, timeout_s, cache_dir):
     """-> result dict with "status" and "process_s" (the process's wall time)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_PARENT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_PARENT] + paths)
     env["TORCH_TPU_CACHE_DIR"] = cache_dir
     env.pop("TORCH_TPU_TUNED", None)  # a worker measures its candidate, not a tuned file's settings
     env.pop("TORCH_TPU_EAGER_MODE", None)

@@ -23,9 +23,10 @@ Two forms, defined at module level in a script or an importable module:
 the source back into a Step inside the worker process.
 """
 import dataclasses
+import importlib
+import importlib.util
 import inspect
 import os
-import runpy
 import sys
 import types
 
@@ -120,11 +121,16 @@ def _namespace(source):
         path = source["script"]
         argv, sys.argv = sys.argv, [path] + list(source.get("args", []))
         sys.path.insert(0, os.path.dirname(path))
+        # A real module in sys.modules: Dynamo imports a traced function's module.
+        name = "__tune_workload_%x__" % (hash(path) & 0xFFFFFFFF)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
         try:
-            return runpy.run_path(path, run_name="__tune_workload__")
+            spec.loader.exec_module(module)
+            return vars(module)
         finally:
             sys.argv = argv
-    import importlib
     return vars(importlib.import_module(source["module"]))
 
 
