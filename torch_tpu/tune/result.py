@@ -93,6 +93,7 @@ class TuneResult:
         ok = sorted((r for r in rows if r.kind == "applied" and r.ok_runs), key=objective)
         self.noise = max((r.spread for r in ok[:2]), default=None)
         self.stable = noise.stable(self.ratios, tolerance)
+        self.load = None  # (load average at the start, at the end, cores), set by the search
 
     @property
     def settings(self):
@@ -128,7 +129,7 @@ class TuneResult:
         return {"settings": self.settings, "hooks": space.hooks(self.pick.candidate), "pick": self.pick.label,
                 "reason": self.reason, "speedup_over_default": self.speedup, "noise": self.noise,
                 "ratio_best_two": self.ratios, "stable": self.stable, "elapsed_s": self.elapsed_s,
-                "budget_s": self.budget_s, "advice": self.advice,
+                "budget_s": self.budget_s, "advice": self.advice, "load": self.load,
                 "rows": [r.to_dict(self.default) for r in self.rows]}
 
     def table(self, markdown=False):
@@ -153,5 +154,11 @@ class TuneResult:
                          f"{', '.join(f'{x:.3f}' for x in self.ratios) or 'not repeated'}"
                          f"{' (stable)' if self.stable else ''}")
         lines.append(f"time: {self.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget")
+        if self.load:
+            start, end, cores = self.load
+            busy = ""
+            if max(start, end) > cores:
+                busy = " — busier than its cores: other processes' load is in these figures"
+            lines.append(f"machine: load average {start:.1f} at the start, {end:.1f} at the end, {cores} cores{busy}")
         lines.extend(f"advice: {a}" for a in self.advice)
         return "\n".join(lines)

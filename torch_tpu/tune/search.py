@@ -18,6 +18,7 @@ The pick is the applied candidate with the lowest objective (step time, plus
 the compile time spread over `steps_planned` steps when given); it replaces
 the default only if it beats it by more than the measured noise.
 """
+import os
 import shutil
 import tempfile
 import time
@@ -41,6 +42,7 @@ class _Search:
         self.rows, self.process_times = [], []
         self.cache_dir = tempfile.mkdtemp(prefix="torch_tpu_tune_")
         self.ratios = []
+        self.load_at_start = os.getloadavg()[0]
 
     # ---- measuring ---------------------------------------------------------------
     def remaining(self):
@@ -160,9 +162,11 @@ class _Search:
                 if gain <= n:
                     pick, reason = default, (f"the default: the fastest ({ranked[0].label}) beat it by "
                                              f"{100 * gain:.1f}%, within the noise ({100 * n:.1f}%)")
-        return TuneResult(self.rows, pick, default, reason, self.ratios, self.tolerance,
-                          elapsed_s=self.progress.elapsed(), budget_s=self.budget_s,
-                          steps_planned=self.steps_planned, objective=self.objective)
+        result = TuneResult(self.rows, pick, default, reason, self.ratios, self.tolerance,
+                            elapsed_s=self.progress.elapsed(), budget_s=self.budget_s,
+                            steps_planned=self.steps_planned, objective=self.objective)
+        result.load = (self.load_at_start, os.getloadavg()[0], os.cpu_count())
+        return result
 
 
 def search(source, budget_s, knobs, allow_precision=False, world_size=None, steps_planned=0, sample_s=1.0,
