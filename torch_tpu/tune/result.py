@@ -109,19 +109,21 @@ class TuneResult:
     @property
     def advice(self):
         out = []
-        base = self.pick
-        if not base.ok_runs:
-            return out
         for r in self.rows:
             if r.kind != "advice" or not r.ok_runs:
                 continue
+            # compared with the candidate it was measured on (the pick when it was run)
+            key = {k: v for k, v in r.key.items() if k not in space.ADVICE}
+            base = next((b for b in self.rows if b.key == key and b.ok_runs), None)
+            if base is None:
+                continue
             if "batch_size" in r.candidate:
                 out.append(f"batch size {r.candidate['batch_size']}: {r.tokens_per_s / base.tokens_per_s:.2f}x "
-                           f"the tokens/s of the pick, peak memory {r.peak_bytes / 2**20:.0f} MiB "
+                           f"the tokens/s of {base.label}, peak memory {r.peak_bytes / 2**20:.1f} MiB "
                            f"(changes the training: scale the learning rate)")
             elif r.candidate.get("pad"):
                 sizes = {int(k): v for k, v in r.ok_runs[0].get("padded", {}).items()}
-                out.append(f"{advice_text(sizes)}: step {r.step_s / base.step_s:.2f}x the unpadded one, "
+                out.append(f"{advice_text(sizes)}: step {r.step_s / base.step_s:.2f}x {base.label}'s, "
                            f"measured on a padded copy (mask the extra logits to -inf, or ignore them)")
         return out
 
