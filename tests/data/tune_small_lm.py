@@ -26,9 +26,9 @@ def make_model():
     return SmallLM()
 
 
-def make_batch(batch_size):
-    g = torch.Generator().manual_seed(batch_size)
-    tokens = torch.randint(0, VOCAB, (batch_size, CTX + 1), generator=g)
+def make_batch(batch_size, length=CTX):
+    g = torch.Generator().manual_seed(batch_size * 1000 + length)
+    tokens = torch.randint(0, VOCAB, (batch_size, length + 1), generator=g)
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 
