@@ -186,3 +186,8 @@ def lowered_ops(where=False):
 
 from .compiler import compile_stats, reset_compile_stats  # noqa: E402,F401
 from .train_step import TrainStep  # noqa: E402,F401
+
+# torch_tpu.tune(...): the tuner; a settings file named by TORCH_TPU_TUNED is applied now.
+from . import tune  # noqa: E402
+
+tune._apply_at_start()

@@ -1,0 +1,131 @@
+"""The candidate space: the knobs the tuner turns, their values and defaults.
+
+A candidate is a dict {knob: value}; a knob left out has its default. Knobs:
+
+  mode              "strict" (default), "fused" (fused eager), "compile"
+                    (torch.compile(step, backend="tpu")), "trainstep"
+                    (torch_tpu.TrainStep; training workloads with an optimizer)
+  matmul_precision  "highest" (default), "high", "medium": changes numerics on a
+                    TPU, so tried only with the user's consent (allow_precision)
+  shape_buckets     "pow2" (default), "off": for workloads with LENGTHS in a
+                    compiled mode
+  batch_size        advice only (changes training): tried up to the memory limit
+  pad               advice only: the model with its vocabulary-like sizes padded
+                    to a multiple of 128 (the MXU's tile)
+
+Other knobs (kernel configurations from the kernel bridge) register here with
+register_knob(); the worker applies them by importing their `apply` function,
+so a registered knob works in fresh processes. The applied knobs are the ones
+a settings file carries; advice knobs never are.
+"""
+import dataclasses
+import importlib
+
+MODES = ("strict", "fused", "compile", "trainstep")
+PRECISIONS = ("highest", "high", "medium")
+BUCKETS = ("pow2", "off")
+PAD_MULTIPLE = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class Knob:
+    """name; values to try (the default first); numerics: whether a value
+    other than the default may change results (flagged with the measured
+    deviation); consent: tried only when the user allows numerics changes;
+    apply: "module:function" called in the worker as function(value) before
+    the workload is built (None for the built-in knobs, which the worker
+    applies itself)."""
+    name: str
+    values: tuple
+    numerics: bool = False
+    consent: bool = False
+    apply: str = None
+
+    @property
+    def default(self):
+        return self.values[0]
+
+
+BUILTIN = {
+    "mode": Knob("mode", MODES),
+    "matmul_precision": Knob("matmul_precision", PRECISIONS, numerics=True, consent=True),
+    "shape_buckets": Knob("shape_buckets", BUCKETS),
+}
+ADVICE = ("batch_size", "pad")
+_registered = {}
+
+
+def register_knob(knob):
+    """Adds a knob (e.g. a kernel's block sizes, from the kernel bridge) to
+    every later tuning run. Its `apply` must name an importable
+    "module:function" taking the value."""
+    if not isinstance(knob, Knob):
+        raise TypeError(f"register_knob: expected a torch_tpu.tune.Knob, got {type(knob).__name__}")
+    if knob.name in BUILTIN or knob.name in ADVICE:
+        raise ValueError(f"register_knob: {knob.name!r} is a built-in knob")
+    if not knob.values:
+        raise ValueError(f"register_knob: knob {knob.name!r} has no values")
+    if not knob.apply or ":" not in knob.apply:
+        raise ValueError(f"register_knob: knob {knob.name!r} needs apply='module:function'")
+    _registered[knob.name] = knob
+
+
+def unregister_knob(name):
+    _registered.pop(name, None)
+
+
+def knobs():
+    """Every knob that applies settings, built-in first, then registered."""
+    return {**BUILTIN, **_registered}
+
+
+def all_names():
+    return tuple(knobs()) + ADVICE
+
+
+def check_names(names):
+    """Raises ValueError for a name that is no knob."""
+    known = all_names()
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ValueError(f"torch_tpu.tune: unknown knob(s) {', '.join(map(repr, bad))}; "
+                         f"the knobs are {', '.join(known)}")
+
+
+def default_candidate():
+    return {}
+
+
+def normalized(candidate):
+    """The candidate without knobs at their defaults (its identity)."""
+    ks = knobs()
+    return {k: v for k, v in candidate.items() if not (k in ks and ks[k].default == v)}
+
+
+def label(candidate):
+    c = normalized(candidate)
+    if not c:
+        return "default (strict eager)"
+    parts = []
+    for k, v in c.items():
+        if k == "mode":
+            parts.insert(0, {"fused": "fused eager", "compile": "torch.compile", "trainstep": "TrainStep",
+                             "strict": "strict eager"}[v])
+        elif k == "pad":
+            parts.append("padded copy" if v else "unpadded")
+        else:
+            parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
+def hooks(candidate):
+    """{knob: "module:function"} for the candidate's registered knobs: what
+    the worker process calls, since registrations live in this process."""
+    return {n: k.apply for n, k in _registered.items() if n in candidate}
+
+
+def apply_hooks(candidate, hooks):
+    """In the worker: calls each registered knob's apply(value)."""
+    for name, where in hooks.items():
+        module, fn = where.split(":", 1)
+        getattr(importlib.import_module(module), fn)(candidate[name])

@@ -1,0 +1,144 @@
+"""Measures one candidate in this (fresh) process and prints one line,
+"TUNE_RESULT <json>", on stdout. The tuner starts one per measurement:
+
+    python -m torch_tpu.tune.worker '<spec json>'
+
+spec: {"workload": source (workload.describe), "candidate": {knob: value},
+"hooks": {knob: "module:function"}, "sample_s": seconds of timed steps,
+"min_steps", "max_steps", "max_warmup"}.
+
+Warm-up is excluded: steps run untimed until one compiles nothing (no XLA
+compile and no persistent-cache load; with LENGTHS, a whole pass over the
+lengths), at least two and at most max_warmup. Then steps are timed one by
+one, each waited on (torch.tpu.synchronize()), for sample_s seconds (between
+min_steps and max_steps); the step time is their lower quartile. Reported:
+the step times, first_step_s (compile included), settle_s (the warm-up's time beyond as many steady steps: tracing
+and compiling), peak device memory, the check values of the first steps (for
+the numerics comparison) and the CPU fallbacks.
+"""
+import json
+import sys
+import time
+import traceback
+
+
+def _programs_built(torch_tpu):
+    info = torch_tpu.cache_info()
+    return info.get("compiles", 0) + info.get("disk_hits", 0)
+
+
+def _prepare(candidate, hooks):
+    import torch
+    import torch_tpu
+
+    from . import space
+
+    mode = candidate.get("mode", "strict")
+    if mode not in space.MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    torch.set_float32_matmul_precision(candidate.get("matmul_precision", "highest"))
+    if "shape_buckets" in candidate:
+        import torch_tpu.compiler
+        torch_tpu.compiler.set_shape_buckets(candidate["shape_buckets"])
+    space.apply_hooks(candidate, hooks)
+    torch_tpu.set_eager_mode("fused" if mode == "fused" else "strict")
+    return torch, torch_tpu, mode
+
+
+def _wrap(step, mode, torch, torch_tpu, dynamic):
+    if mode == "compile":
+        import torch_tpu.compiler
+        torch_tpu.compiler.register()
+        step.fn = torch.compile(step.fn, backend="tpu", dynamic=dynamic or None)
+    elif mode == "trainstep":
+        if not step.trainable:
+            raise ValueError("mode 'trainstep' needs a training workload (loss_fn and an optimizer)")
+        import torch_tpu.compiler
+        torch_tpu.compiler.register()
+        kwargs = {"dynamic": True} if dynamic else {}
+        step.fn = torch_tpu.TrainStep(step.model, step.loss_fn, step.optimizer, **kwargs)
+
+
+def measure(spec):
+    candidate, hooks = spec["candidate"], spec.get("hooks", {})
+    torch, torch_tpu, mode = _prepare(candidate, hooks)
+    from . import padding, workload
+
+    t0 = time.perf_counter()
+    torch.manual_seed(0)
+    step, info = workload.load(spec["workload"], "tpu", candidate.get("batch_size"))
+    result = {"info": info, "tokens": step.tokens}
+    if info["form"] == "model" and step.model is not None:
+        result["pad_sizes"] = padding.sizes_to_pad(step.model)
+    if step.model is not None:
+        result["param_bytes"] = sum(p.numel() * p.element_size() for p in step.model.parameters())
+        if candidate.get("pad"):
+            result["padded"] = {str(k): v for k, v in padding.pad_model(step.model).items()}
+    _wrap(step, mode, torch, torch_tpu, dynamic=bool(info.get("lengths")))
+    result["build_s"] = time.perf_counter() - t0
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    torch_tpu.reset_fallback_ops()
+
+    cycle = len(step.batches) if step.batches else 1
+    i, checks, warm_times = 0, [], []
+    first = True
+    max_warmup = spec.get("max_warmup", 12) * cycle
+    while True:  # warm-up, one pass over the lengths at a time
+        built = _programs_built(torch_tpu)
+        t = time.perf_counter()
+        for _ in range(cycle):
+            out = step.run(i)
+            torch.tpu.synchronize()
+            if len(checks) < spec.get("check_steps", 3):
+                checks.append(step.check_value(out))
+            i += 1
+        warm_times.append(time.perf_counter() - t)
+        if first:
+            result["first_step_s"] = warm_times[0] / cycle
+            first = False
+        if (len(warm_times) >= 2 and _programs_built(torch_tpu) == built) or i >= max_warmup:
+            break
+    result["warmup_steps"] = i
+    built = _programs_built(torch_tpu)
+
+    times, t_end = [], time.perf_counter() + spec.get("sample_s", 1.0)
+    min_steps, max_steps = spec.get("min_steps", 5) * cycle, spec.get("max_steps", 200) * cycle
+    while len(times) < max_steps and (len(times) < min_steps or time.perf_counter() < t_end):
+        t = time.perf_counter()
+        step.run(i)
+        torch.tpu.synchronize()
+        times.append(time.perf_counter() - t)
+        i += 1
+    # The lower quartile: another process's load only ever adds time to a
+    # step, so on a shared machine it is the steadier figure of the step's own
+    # cost (the spread around it is stated as noise).
+    steady = sorted(times)[len(times) // 4]
+    result.update(
+        status="ok", step_times=times, step_s=steady,
+        settle_s=max(0.0, sum(warm_times) - len(warm_times) * cycle * steady),
+        peak_bytes=torch.tpu.max_memory_allocated(), checks=checks,
+        fallback_ops=dict(torch_tpu.fallback_ops()),
+        compiles_timed=_programs_built(torch_tpu) - built)
+    try:
+        result["memory_limit_bytes"] = torch.tpu.mem_get_info()[1]
+    except Exception:  # a plugin without a capacity figure: no limit known
+        result["memory_limit_bytes"] = None
+    return result
+
+
+def main():
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m torch_tpu.tune.worker '<spec json>'")
+    spec = json.loads(sys.argv[1])
+    try:
+        result = measure(spec)
+    except Exception as e:  # reported to the tuner with its reason; the tuner goes on
+        traceback.print_exc()
+        kind = "oom" if "out of memory" in str(e).lower() or "RESOURCE_EXHAUSTED" in str(e) else "failed"
+        result = {"status": kind, "reason": f"{type(e).__name__}: {e}"[:1500]}
+    print("TUNE_RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
