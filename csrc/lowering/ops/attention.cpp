@@ -91,7 +91,7 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu"}, [](Builder& b, co
   Value q = a[0].value(), k = a[1].value(), v = a[2].value();
   if (a[3].d != 0.0) throw LoweringError("scaled_dot_product_attention with dropout (tpu takes the math path)");
   Geometry g = attention::geometry(q, k, v);
-  DType acc = attention::compute_dtype(c.out(0).dtype);
+  DType acc = attention::attention_dtype(c.out(0).dtype);
   double scale = attention::softmax_scale(a[6], g.e);
   if (attention::use_blockwise(g)) {
     attention::Call call{g, b.convert(q, acc), b.convert(k, acc), b.convert(v, acc), &a[5], a[4].b, scale, acc};
@@ -132,7 +132,7 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
   Value out = a[4].value(), lse = a[5].value();
   if (a[6].d != 0.0) throw LoweringError("scaled_dot_product_attention backward with dropout");
   Geometry g = attention::geometry(q, k, v);
-  DType acc = attention::compute_dtype(c.out(0).dtype);
+  DType acc = attention::attention_dtype(c.out(0).dtype);
   double scale = attention::softmax_scale(a[9], g.e);
   if (attention::use_blockwise(g)) {
     attention::Call call{g, b.convert(q, acc), b.convert(k, acc), b.convert(v, acc), &a[8], a[7].b, scale, acc};

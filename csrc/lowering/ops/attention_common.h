@@ -14,7 +14,7 @@
 
 namespace tt::lowering::attention {
 
-inline DType compute_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
+inline DType attention_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
 
 struct Geometry {
   int64_t batch, hq, hk, groups, l, s, e, ev;

@@ -183,7 +183,7 @@ Type checked_result_type(const Args& a) {
 TT_RULE({"aten::_grouped_mm"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value(), w = a[1].value();
   const Type out = c.out_types.empty() ? checked_result_type(a) : c.out(0);
-  DType acc = acc_dtype(out.dtype);
+  DType acc = compute_dtype(out.dtype);
   if (numel(out.shape) == 0) return Values{b.constant(0, out.dtype, out.shape)};
   x = b.convert(x, acc);
   w = b.convert(w, acc);

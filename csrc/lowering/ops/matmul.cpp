@@ -13,10 +13,10 @@ namespace {
 using hlo::Cmp;
 
 // The dtype a product in `out` dtype computes in.
-DType compute_dtype(DType out) {
+DType product_dtype(DType out) {
   if (out == DType::Pred)
     throw std::runtime_error("\"addmm_impl_cpu_\" not implemented for 'Bool'");
-  return compute_dtype(out);
+  return lowering::compute_dtype(out);
 }
 
 Value product(Builder& b, Value lhs, Value rhs, const std::vector<int64_t>& lb, const std::vector<int64_t>& rb,
@@ -50,13 +50,13 @@ const Arg& opt(const Args& a, size_t i) {
 }
 
 TT_RULE({"aten::mm"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, acc)};
 });
 TT_PADDING({"aten::mm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
 
 TT_RULE({"aten::bmm"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, acc)};
 });
 TT_PADDING({"aten::bmm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
@@ -67,52 +67,52 @@ TT_PADDING({"aten::bmm"}, Padding::fill({{"self", 0}, {"mat2", 0}}));
 // accumulator unrounded; an out_dtype equal to the inputs' is the plain op.
 // PyTorch's meta kernels check the dtypes and give the result type.
 TT_RULE({"aten::mm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
-  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, compute_dtype(c.out().dtype))};
+  return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, product_dtype(c.out().dtype))};
 });
 TT_RULE({"aten::bmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
-  return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, compute_dtype(c.out().dtype))};
+  return Values{product(b, a[0].value(), a[1].value(), {0}, {0}, {2}, {1}, product_dtype(c.out().dtype))};
 });
 TT_RULE({"aten::addmm.dtype"}, [](Builder& b, const Args& a, const Context& c) {
-  Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, compute_dtype(c.out().dtype));
+  Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, product_dtype(c.out().dtype));
   return Values{convert_dtype(b, add_scaled(b, a[0], p, opt(a, 4), opt(a, 5)), c.out().dtype)};
 });
 
 // vdot conjugates its first argument (a no-op for real types).
 TT_RULE({"aten::dot", "aten::vdot"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   Value x = a[0].value();
   if (c.op == "aten::vdot" && hlo::is_complex(x.dtype())) x = b.complex(b.real(x), b.neg(b.imag(x)));
   return Values{product(b, x, a[1].value(), {}, {}, {0}, {0}, acc)};
 });
 
 TT_RULE({"aten::mv"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   return Values{product(b, a[0].value(), a[1].value(), {}, {}, {1}, {0}, acc)};
 });
 
 // addmm(self, mat1, mat2, *, beta, alpha) and friends.
 TT_RULE({"aten::addmm"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, acc);
   return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
 });
 TT_PADDING({"aten::addmm"}, Padding::fill({{"mat1", 0}, {"mat2", 0}}));
 
 TT_RULE({"aten::baddbmm"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   Value p = product(b, a[1].value(), a[2].value(), {0}, {0}, {2}, {1}, acc);
   return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
 });
 
 TT_RULE({"aten::addbmm"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   // Sum over the batch too: contract the batch and inner dims together.
   Value p = product(b, a[1].value(), a[2].value(), {}, {}, {0, 2}, {0, 1}, acc);
   return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
 });
 
 TT_RULE({"aten::addmv"}, [](Builder& b, const Args& a, const Context& c) {
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = product_dtype(c.out().dtype);
   Value p = product(b, a[1].value(), a[2].value(), {}, {}, {1}, {0}, acc);
   return Values{add_scaled(b, a[0], p, opt(a, 3), opt(a, 4))};
 });

@@ -8,7 +8,7 @@ namespace tt::lowering {
 namespace {
 
 // f64 stays f64; f32, f16 and bf16 compute in f32.
-DType compute_dtype(DType out) { return out == DType::F64 ? DType::F64 : DType::F32; }
+DType softmax_dtype(DType out) { return out == DType::F64 ? DType::F64 : DType::F32; }
 
 // The softmax dim as a reduction list (a 0-d input reduces over nothing).
 std::vector<int64_t> softmax_dims(int64_t dim, int64_t rank) {
@@ -21,7 +21,7 @@ std::vector<int64_t> softmax_dims(int64_t dim, int64_t rank) {
 Values softmax_rule(Builder& b, const Args& a, const Context& c, bool log) {
   Value x = a[0].value();
   auto dims = softmax_dims(a[1].i, x.rank());
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = softmax_dtype(c.out().dtype);
   x = b.convert(x, acc);
   Value m = reduce_max(b, x, dims);
   // A row of all -inf gives nan (-inf - -inf), as on the CPU.
@@ -43,7 +43,7 @@ TT_PADDING({"aten::_log_softmax"}, Padding::fill({{"self", -INFINITY}}));
 Values softmax_backward(Builder& b, const Args& a, const Context& c, bool log) {
   Value g = a[0].value(), y = a[1].value();
   auto dims = softmax_dims(a[2].i, y.rank());
-  DType acc = compute_dtype(c.out().dtype);
+  DType acc = softmax_dtype(c.out().dtype);
   g = b.convert(g, acc);
   y = b.convert(y, acc);
   Value r;
