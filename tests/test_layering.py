@@ -1,6 +1,7 @@
 """The C++ tree's rooms and which way their includes may point.
 
-csrc/ is layered (docs/design.md): runtime and hlo at the bottom, lowering
+csrc/ is layered (docs/design.md): settings (the table of TORCH_TPU_*
+variables), runtime and hlo at the bottom, lowering
 above them, then the backend's rooms: device, pipeline, aten (hand-written
 ATen kernels), distributed, and bindings on top. An include may point to its
 own room or to a room below it, never up, and no two files may include each
@@ -15,18 +16,19 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "csrc")
 
 # Room -> the rooms it may include (besides itself).
 ALLOWED = {
-    "runtime": set(),
+    "settings": set(),
+    "runtime": {"settings"},
     "hlo": set(),
-    "lowering": {"hlo"},
-    "backend/device": {"runtime", "hlo", "lowering"},
-    "backend/pipeline": {"runtime", "hlo", "lowering", "backend/device"},
-    "backend/aten": {"runtime", "hlo", "lowering", "backend/device", "backend/pipeline"},
-    "backend/distributed": {"runtime", "hlo", "lowering", "backend/device", "backend/pipeline"},
-    "backend/bindings": {"runtime", "hlo", "lowering", "backend/device", "backend/pipeline", "backend/aten",
+    "lowering": {"hlo", "settings"},
+    "backend/device": {"settings", "runtime", "hlo", "lowering"},
+    "backend/pipeline": {"settings", "runtime", "hlo", "lowering", "backend/device"},
+    "backend/aten": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline"},
+    "backend/distributed": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline"},
+    "backend/bindings": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline", "backend/aten",
                          "backend/distributed"},
 }
 # Rooms that must build without PyTorch's headers.
-TORCH_FREE = {"runtime", "hlo", "lowering"}
+TORCH_FREE = {"settings", "runtime", "hlo", "lowering"}
 # Private headers that are one module with a public one: pjrt_internal.h is the
 # half of runtime.h that only the runtime's own .cpp files see (PJRT's C structs).
 SAME_MODULE = {"runtime/pjrt_internal": "runtime/runtime"}

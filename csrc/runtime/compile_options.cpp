@@ -3,7 +3,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "runtime/runtime.h"
+#include "runtime/error.h"
 
 namespace tt::runtime {
 namespace {

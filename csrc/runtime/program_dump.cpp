@@ -1,5 +1,7 @@
 #include "runtime/program_dump.h"
 
+#include "settings/settings.h"
+
 #include <sys/stat.h>
 
 #include <atomic>
@@ -35,8 +37,7 @@ bool MakeDirs(const std::string& path) {
 
 const std::string& DumpDir() {
   static const std::string dir = [] {
-    const char* v = std::getenv("TORCH_TPU_DUMP_DIR");
-    return std::string(v ? v : "");
+    return settings::Path(settings::Id::TORCH_TPU_DUMP_DIR);
   }();
   return dir;
 }

@@ -1,5 +1,7 @@
 #include "runtime/shared_cache.h"
 
+#include "settings/settings.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -9,8 +11,8 @@ namespace tt::runtime {
 
 CompileCache* SharedCompileCache() {
   static const std::unique_ptr<CompileCache> shared = []() -> std::unique_ptr<CompileCache> {
-    const char* dir = std::getenv("TORCH_TPU_SHARED_CACHE_DIR");
-    if (!dir || !*dir) return nullptr;
+    const std::string dir = settings::Path(settings::Id::TORCH_TPU_SHARED_CACHE_DIR);
+    if (dir.empty()) return nullptr;
     CompileCacheConfig c;
     c.enabled = true;
     c.dir = dir;

@@ -3,7 +3,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/runtime.h"
+#include "runtime/error.h"
 
 namespace tt::runtime {
 

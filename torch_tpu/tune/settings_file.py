@@ -23,7 +23,7 @@ import os
 from . import space
 
 FORMAT = 1
-ENV = "TORCH_TPU_TUNED"  # the one place this variable is read: apply_from_environment
+ENV = "TORCH_TPU_TUNED"  # declared in settings.def; read in apply_from_environment
 
 
 def write(path, result):
@@ -118,7 +118,9 @@ def apply(source):
 def apply_from_environment():
     """At import: applies the file TORCH_TPU_TUNED names, if set. Returns
     Tuned or None (torch_tpu.tune.tuned() returns it later)."""
-    path = os.environ.get(ENV)
+    from .. import settings
+
+    path = settings.get(ENV)
     if not path:
         return None
     if not os.path.isfile(path):

@@ -1,10 +1,10 @@
 #include "backend/pipeline/compile_settings.h"
+#include "backend/pipeline/program_runner.h"
 
 #include <atomic>
 #include <stdexcept>
 #include <string>
 
-#include "backend/pipeline/program_cache_entries.h"
 #include "runtime/runtime.h"
 #include "runtime/shared_cache.h"
 

@@ -1,5 +1,4 @@
 #include "backend/pipeline/program_runner.h"
-#include "backend/pipeline/program_cache_entries.h"
 
 #include <atomic>
 
@@ -35,7 +34,6 @@ struct Node {
   std::shared_ptr<CachedProgram> program;
   ProgramMode mode;
   std::list<const std::string*>::iterator use;  // position in g_use (front: most recent)
-  int64_t reads = 0;                            // hits since stored (program_cache_entries.h)
 };
 
 std::mutex g_mu;

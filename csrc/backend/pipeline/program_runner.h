@@ -65,6 +65,17 @@ std::shared_ptr<CachedProgram> find_program(const std::string& key, ProgramMode 
 // its caller stays alive through that reference.
 void store_program(const std::string& key, ProgramMode mode, std::shared_ptr<CachedProgram> p);
 ProgramCacheStats program_cache_stats();
+// The entries of the cache one by one, most recently used first
+// (torch.tpu._get_cache_stats().per_entry_stats).
+struct ProgramCacheEntry {
+  std::string key;    // what the program is cached under (op, dtypes, shapes, settings; or a graph's hash)
+  ProgramMode mode;
+  int64_t reads = 0;  // cache hits on it since it was stored
+};
+
+// Most recently used first.
+std::vector<ProgramCacheEntry> program_cache_entries();
+
 // Aliased program arguments so far: buffers donated (updated in place), and
 // ones XLA had to copy because something else still held them.
 struct DonationStats {
