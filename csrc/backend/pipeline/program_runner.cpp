@@ -34,6 +34,7 @@ struct Node {
   std::shared_ptr<CachedProgram> program;
   ProgramMode mode;
   std::list<const std::string*>::iterator use;  // position in g_use (front: most recent)
+  int64_t reads = 0;                            // hits since stored (program_cache_entries())
 };
 
 std::mutex g_mu;
