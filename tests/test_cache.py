@@ -43,7 +43,8 @@ def test_float32_matmul_precision_selects_its_own_program():
     """torch.set_float32_matmul_precision is followed: each setting has its own
     program (HIGHEST / HIGH / DEFAULT dot precision), results stay right."""
     import torch_tpu
-    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    # Shapes no other test multiplies, so no earlier test has compiled either program.
+    a, b = torch.randn(7, 13), torch.randn(13, 5)
     ad, bd = a.to("tpu"), b.to("tpu")
     old = torch.get_float32_matmul_precision()
     try:

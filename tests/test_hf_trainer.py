@@ -1,6 +1,6 @@
 """Hugging Face accelerate and transformers' Trainer on tpu with no user
 setting: `import torch_tpu` names tpu as accelerate's device (its documented
-ACCELERATE_TORCH_DEVICE, see torch_tpu/_accelerate_default.py), and the
+ACCELERATE_TORCH_DEVICE, see torch_tpu/patches/accelerate_device.py), and the
 Trainer, unchanged, trains a tiny Llama on tpu with the CPU run's losses."""
 import os
 

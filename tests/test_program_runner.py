@@ -53,7 +53,7 @@ def test_each_mode_counts_its_own_programs():
         (x.sin() * 5).cpu()
     f(x).cpu()
     again = _modes()
-    for m in MODES:
+    for m in ("eager", "fused", "graph"):  # "collective": tests/test_xla_collectives.py
         assert again[m]["compiles"] == graph[m]["compiles"], m
         assert again[m]["hits"] > graph[m]["hits"], m
 

@@ -48,5 +48,5 @@ def test_shared_tier_reads_through_writes_back_and_rejects_corrupt(tmp_path):
 def test_off_without_the_variable():
     import torch_tpu
 
-    if "TORCH_TPU_SHARED_CACHE_DIR" not in os.environ:
+    if torch_tpu.settings.raw("TORCH_TPU_SHARED_CACHE_DIR") is None:
         assert torch_tpu.shared_cache_info() is None

@@ -116,12 +116,12 @@ def test_prepare_tpu_environment_and_module_names(monkeypatch):
     assert via_torch is environment
     assert torch.tpu.distributed.prepare_tpu_environment is environment.prepare_tpu_environment
     environment.prepare_tpu_environment(world_size=8)
-    assert len(os.environ["TORCH_TPU_SLICEBUILDER_ADDRESSES"].split(",")) == 8
-    assert os.environ["TORCH_TPU_TOPOLOGY"] == "2x4"
+    assert len(torch_tpu.settings.raw("TORCH_TPU_SLICEBUILDER_ADDRESSES").split(",")) == 8
+    assert torch_tpu.settings.raw("TORCH_TPU_TOPOLOGY") == "2x4"
 
 
 def test_python_m_environment_prints_exports():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TPU_SLICEBUILDER") and k != "TORCH_TPU_TOPOLOGY"}
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TPU_SLICEBUILDER_ADDRESSES", "TORCH_TPU_TOPOLOGY")}
     r = subprocess.run([sys.executable, "-P", "-m", "torch_tpu.distributed.environment", "--nproc_per_node=4"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -78,8 +78,8 @@ sys.modules.setdefault("torch.tpu.distributed", _distributed)
 # `python -m torch.tpu.distributed.environment` finds environment.py through
 # this package's path (a sys.modules alias of it would not run under -m).
 
-# TorchTPU's other names: torch.backends.tpu, torch.tpu.api, and Hugging Face
-# accelerate's default device (torch_tpu/_accelerate_default.py).
+# TorchTPU's other names: torch.backends.tpu and torch.tpu.api. (accelerate's
+# default device is a patch: torch_tpu/patches/accelerate_device.py.)
 from . import backends_tpu as _backends_tpu  # noqa: E402
 
 _backends_tpu.install()
@@ -87,9 +87,6 @@ from . import api  # noqa: E402
 
 _tpu_module.api = api
 sys.modules.setdefault("torch.tpu.api", api)
-from . import _accelerate_default  # noqa: E402
-
-_accelerate_default.install()
 
 __version__ = "0.1.0"
 

@@ -20,6 +20,7 @@ import sys
 import types
 
 from . import (
+    accelerate_device,
     autograd_flush,
     data_parallel,
     dynamo_cudagraph_check,
@@ -44,13 +45,14 @@ RECORDS = tuple(m.PATCH for m in (
     vllm_kv_cache,
     vllm_config,
     sglang_server_args,
+    accelerate_device,
 ))
 
 
 def install_at_import():
     """Installs the patches whose moment is `import torch_tpu`, after the
     extension has loaded (xla_log_level is installed before it loads)."""
-    for module in (safetensors_load, data_parallel, autograd_flush):
+    for module in (safetensors_load, data_parallel, autograd_flush, accelerate_device):
         module.install()
 
 

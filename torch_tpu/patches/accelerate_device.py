@@ -19,10 +19,35 @@ import os
 
 import torch
 
+from .record import Patch
+
+NAME = "accelerate_device"
 VARIABLE = "ACCELERATE_TORCH_DEVICE"
+_installed = False
 
 
 def install():
+    global _installed
     accelerator = torch.accelerator.current_accelerator(check_available=False)
     if accelerator is not None and accelerator.type == "tpu":
         os.environ.setdefault(VARIABLE, "tpu")
+    _installed = True
+
+
+def installed():
+    return _installed and VARIABLE in os.environ
+
+
+PATCH = Patch(
+    name=NAME,
+    targets=(f"os.environ[{VARIABLE}]",),
+    reason="accelerate's default device list has no tpu and never asks torch.accelerator, so Accelerator() and "
+           "the HF Trainer placed the model on the CPU while the Trainer sent batches to tpu:0; "
+           "ACCELERATE_TORCH_DEVICE is accelerate's documented way to name a device.",
+    issue=None,
+    versions={"accelerate": ("1.15.0",), "transformers": ("5.23.0",)},
+    when="import torch_tpu",
+    scope="the process's environment, only when the variable is unset and tpu is PyTorch's accelerator",
+    install=install,
+    installed=installed,
+)
