@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import op_modes
 
@@ -241,3 +242,16 @@ def same_error(fn, *args):
         fn(*args)
     with pytest.raises(cpu.type):
         fn(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args])
+
+
+class AtenOpLog(TorchDispatchMode):
+    """Records the ATen ops a block dispatches (overload packet names, in
+    order): `with AtenOpLog() as log: ...; assert "_grouped_mm" in log.ops`."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))

@@ -13,9 +13,8 @@ import ctypes
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from optest import FLOAT, FLOATS, OpCase, parametrize, run_case
+from optest import FLOAT, FLOATS, AtenOpLog, OpCase, parametrize, run_case
 from torch_tpu._sdpa_path import forced
 
 TOLS = dict(rtol=2e-2, atol=2e-2)  # bf16/f16 rows; f32 rows use the dtype default
@@ -162,16 +161,6 @@ def test_sdpa_long_memory_grows_with_length_not_its_square():
         assert _peak_rss_growth(step) > 256 * 2**20
 
 
-class _AtenLog(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
 @pytest.mark.parametrize("kw,kv_heads,mask", [
     (dict(), 4, False), (dict(is_causal=True), 4, False), (dict(), 4, True),
     (dict(enable_gqa=True, is_causal=True), 2, False)])
@@ -180,7 +169,7 @@ def test_sdpa_is_one_program_each_way(kw, kv_heads, mask):
     k = torch.randn(2, kv_heads, 5, 8, device="tpu", requires_grad=True)
     v = torch.randn(2, kv_heads, 5, 8, device="tpu", requires_grad=True)
     m = torch.randn(5, 5, device="tpu") if mask else None
-    with _AtenLog() as log:
+    with AtenOpLog() as log:
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
         out.sum().backward()
     attention = [o for o in log.ops if "attention" in o]

@@ -5,9 +5,8 @@ the CPU in every mode; proof that forward and backward run as the native
 rule (no per-group mm, no read of offs to the host); bad input."""
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from optest import OpCase, parametrize, run_case, same_error
+from optest import AtenOpLog, OpCase, parametrize, run_case, same_error
 
 BF16 = (torch.bfloat16,)
 TOLS = dict(rtol=2e-2, atol=2e-2)  # bf16 results rounded once; the CPU's per-group mm rounds the same way
@@ -64,16 +63,6 @@ def test_grouped_mm(case, shapes, dtype):
     run_case(case, shapes, dtype)
 
 
-class _AtenLog(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
 def test_grouped_mm_runs_natively_both_ways():
     """TorchTitan's MoE call: forward and backward are _grouped_mm calls (no
     per-group mm, no offs read back), each one program, none on the CPU."""
@@ -81,7 +70,7 @@ def test_grouped_mm_runs_natively_both_ways():
     x = torch.randn(32, 16, dtype=torch.bfloat16, device="tpu", requires_grad=True)
     w = torch.randn(4, 16, 8, dtype=torch.bfloat16, device="tpu", requires_grad=True)
     offs = torch.tensor([8, 8, 20, 32], dtype=torch.int32, device="tpu")
-    with _AtenLog() as log:
+    with AtenOpLog() as log:
         out = torch._grouped_mm(x, w.transpose(-2, -1).contiguous().transpose(-2, -1), offs=offs)
         out.backward(torch.ones_like(out))
     assert log.ops.count("_grouped_mm") == 3, log.ops
