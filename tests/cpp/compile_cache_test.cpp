@@ -21,19 +21,10 @@
 #include "runtime/runtime.h"
 #include "settings/settings.h"
 #include "runtime/sha256.h"
+#include "test_support.h"
 
 using namespace tt::runtime;
 
-static int g_pass = 0, g_fail = 0;
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (cond) {                                                             \
-      ++g_pass;                                                             \
-    } else {                                                                \
-      ++g_fail;                                                             \
-      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                       \
-  } while (0)
 
 static std::string MakeTempDir() {
   char tmpl[] = "/tmp/tt_cache_test_XXXXXX";
@@ -332,13 +323,6 @@ static void TestConcurrency(const std::string& root) {
   CHECK(Files(dir).size() == static_cast<size_t>(kKeys));  // no temporaries left behind
 }
 
-static const char* kAdd =
-    "module {\n"
-    "  func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n"
-    "    %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
-    "    return %0 : tensor<4xf32>\n"
-    "  }\n"
-    "}\n";
 
 static bool RunAdd(Runtime& rt, const ExecutablePtr& exe) {
   const float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};

@@ -13,6 +13,7 @@
 
 #include "runtime/runtime.h"
 #include "settings/settings.h"
+#include "test_support.h"
 
 using namespace tt::runtime;
 using Clock = std::chrono::steady_clock;
@@ -29,13 +30,6 @@ static double Pct(std::vector<double> v, double p) {
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
-static const char* kAdd =
-    "module {\n"
-    "  func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n"
-    "    %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
-    "    return %0 : tensor<4xf32>\n"
-    "  }\n"
-    "}\n";
 
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 1000;

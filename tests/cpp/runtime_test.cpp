@@ -23,19 +23,10 @@
 #include "runtime/pjrt_abi.h"
 #include "runtime/runtime.h"
 #include "settings/settings.h"
+#include "test_support.h"
 
 using namespace tt::runtime;
 
-static int g_pass = 0, g_fail = 0;
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (cond) {                                                             \
-      ++g_pass;                                                             \
-    } else {                                                                \
-      ++g_fail;                                                             \
-      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                       \
-  } while (0)
 
 // Runs `body`, expecting an Error; returns it (code -1 if none was thrown).
 template <class F>
@@ -50,15 +41,7 @@ static Error ExpectError(F body) {
   return Error(-1, "no error thrown");
 }
 
-static bool Contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
-static const char* kAdd =
-    "module {\n"
-    "  func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n"
-    "    %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
-    "    return %0 : tensor<4xf32>\n"
-    "  }\n"
-    "}\n";
 
 static const char* kEmpty =
     "module {\n"
