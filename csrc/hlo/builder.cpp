@@ -432,12 +432,18 @@ Value Builder::reverse(Value x, const std::vector<int64_t>& dims) {
 
 // ---- reductions ------------------------------------------------------------------------
 
+// A reducer region's arguments: one 0-d accumulator per operand, then one 0-d
+// element per operand (stablehlo.reduce and reduce_window alike).
+static std::vector<Type> reducer_arg_types(const Values& xs) {
+  std::vector<Type> args;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& x : xs) args.push_back(Type{x.dtype(), {}});
+  return args;
+}
+
 Values Builder::reduce(const Values& xs, const Values& inits, const std::vector<int64_t>& dims,
                        const Body& body) {
-  std::vector<Type> scalar_types, result_types;
-  for (const auto& x : xs) scalar_types.push_back(Type{x.dtype(), {}});
-  std::vector<Type> arg_types = scalar_types;
-  arg_types.insert(arg_types.end(), scalar_types.begin(), scalar_types.end());
+  std::vector<Type> result_types;
   for (const auto& x : xs) {
     Shape s;
     for (int64_t i = 0; i < x.rank(); ++i) {
@@ -447,7 +453,7 @@ Values Builder::reduce(const Values& xs, const Values& inits, const std::vector<
     }
     result_types.push_back(Type{x.dtype(), s});
   }
-  std::string r = region(arg_types, body);
+  std::string r = region(reducer_arg_types(xs), body);
   Values ops = xs;
   ops.insert(ops.end(), inits.begin(), inits.end());
   return emit("stablehlo.reduce", ops, result_types, "dimensions = " + i64_array(dims), {r});
@@ -475,10 +481,7 @@ Values Builder::reduce_window(const Values& xs, const Values& inits,
                               const std::vector<int64_t>& window_dilations,
                               const std::vector<std::pair<int64_t, int64_t>>& padding,
                               const Body& body) {
-  std::vector<Type> scalar_types, result_types;
-  for (const auto& x : xs) scalar_types.push_back(Type{x.dtype(), {}});
-  std::vector<Type> arg_types = scalar_types;
-  arg_types.insert(arg_types.end(), scalar_types.begin(), scalar_types.end());
+  std::vector<Type> result_types;
   for (const auto& x : xs) {
     Shape s;
     for (int64_t i = 0; i < x.rank(); ++i) {
@@ -490,7 +493,7 @@ Values Builder::reduce_window(const Values& xs, const Values& inits,
     }
     result_types.push_back(Type{x.dtype(), s});
   }
-  std::string r = region(arg_types, body);
+  std::string r = region(reducer_arg_types(xs), body);
   Values ops = xs;
   ops.insert(ops.end(), inits.begin(), inits.end());
   std::string attrs = "window_dimensions = " + i64_array(window) +

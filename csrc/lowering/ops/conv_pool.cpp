@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "lowering/helpers.h"
+#include "lowering/ops/pooling_common.h"
 
 namespace tt::lowering {
 namespace {
@@ -237,23 +238,7 @@ TT_RULE({"aten::max_pool2d_with_indices"}, [](Builder& b, const Args& a, const C
 // max_pool2d_with_indices_backward(grad_output, self, kernel, stride, padding,
 //                                  dilation, ceil_mode, indices)
 TT_RULE({"aten::max_pool2d_with_indices_backward"}, [](Builder& b, const Args& a, const Context& c) {
-  Value g = a[0].value(), x = a[1].value(), idx = a[7].value();
-  const Shape& s = x.shape();
-  int64_t planes = 1;
-  for (int64_t d = 0; d < x.rank() - 2; ++d) planes *= s[d];
-  int64_t plane = s[x.rank() - 2] * s[x.rank() - 1];
-  int64_t L = g.type.numel() / std::max<int64_t>(planes, 1);
-  DType ct = compute_dtype(g.dtype());
-  Value gr = b.reshape(b.convert(g, ct), {planes, L});
-  Value ir = b.reshape(b.convert(idx, DType::S64), {planes, L, 1});
-  Value rows = b.reshape(b.iota(Type{DType::S64, {planes, L}}, 0), {planes, L, 1});
-  hlo::Builder::ScatterDims dn;
-  dn.inserted_window_dims = {0, 1};
-  dn.scatter_dims_to_operand_dims = {0, 1};
-  dn.index_vector_dim = 2;
-  Value gi = b.scatter(full(b, 0, ct, {planes, plane}), b.concatenate({rows, ir}, 2), gr, dn,
-                       [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; });
-  return Values{b.convert(b.reshape(gi, s), x.dtype())};
+  return Values{pooling::scatter_to_planes(b, a[0].value(), a[7].value(), a[1].value().shape(), 2)};
 });
 
 // Divisors of avg_pool2d: the window size, or (count_include_pad false) the
@@ -328,75 +313,22 @@ TT_RULE({"aten::avg_pool2d_backward"}, [](Builder& b, const Args& a, const Conte
 namespace tt::lowering {
 namespace {
 
-// [out, in] 0/1 matrix of adaptive pooling's windows along one dim: window i
-// covers [floor(i * in / out), ceil((i + 1) * in / out)); also each window's
-// length as an f32 [out] vector.
-std::pair<Value, Value> adaptive_windows(Builder& b, int64_t in, int64_t out, DType ct) {
-  Type t{DType::S64, {out, in}};
-  Value i = b.iota(t, 0), h = b.iota(t, 1);
-  auto k = [&](int64_t v) { return b.constant_int(v, DType::S64, {out, in}); };
-  Value start = b.div(b.mul(i, k(in)), k(out));
-  Value end = b.div(b.add(b.mul(b.add(i, k(1)), k(in)), k(out - 1)), k(out));
-  Value inside = b.and_(b.compare(h, start, hlo::Cmp::GE), b.compare(h, end, hlo::Cmp::LT));
-  Type v{DType::S64, {out}};
-  auto kv = [&](int64_t x) { return b.constant_int(x, DType::S64, {out}); };
-  Value iv = b.iota(v, 0);
-  Value len = b.sub(b.div(b.add(b.mul(b.add(iv, kv(1)), kv(in)), kv(out - 1)), kv(out)),
-                    b.div(b.mul(iv, kv(in)), kv(out)));
-  return {b.convert(inside, ct), b.convert(len, ct)};
-}
-
-// Contracts the last two dims of x [..., A, B] with m_rows [P, A] and m_cols
-// [Q, B] (each contracted over its dim `cdim`): [..., P, Q].
-Value contract2(Builder& b, Value x, Value m_rows, Value m_cols, int64_t cdim) {
-  int64_t r = x.rank();
-  const std::string prec = "HIGHEST";  // pooling is exact whatever the matmul precision
-  Value t = b.dot_general(x, m_cols, {}, {}, {r - 1}, {cdim}, x.dtype(), prec);    // [..., A, Q]
-  t = b.dot_general(t, m_rows, {}, {}, {r - 2}, {cdim}, x.dtype(), prec);         // [..., Q, P]
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < r - 2; ++d) perm.push_back(d);
-  perm.push_back(r - 1);
-  perm.push_back(r - 2);
-  return b.transpose(t, perm);
-}
-
-Value window_counts(Builder& b, Value len_h, Value len_w, const Shape& out_shape) {
-  int64_t r = static_cast<int64_t>(out_shape.size());
-  return b.mul(b.broadcast_in_dim(len_h, out_shape, {r - 2}), b.broadcast_in_dim(len_w, out_shape, {r - 1}));
-}
-
 // _adaptive_avg_pool2d(self, output_size): sums through 0/1 window matrices,
 // divided by each window's element count.
 TT_RULE({"aten::_adaptive_avg_pool2d"}, [](Builder& b, const Args& a, const Context& c) {
   Value x = a[0].value();
   const Type& o = c.out();
-  int64_t r = x.rank();
-  DType ct = compute_dtype(x.dtype());
-  if (!hlo::is_float(ct)) throw LoweringError("adaptive_avg_pool2d of integers");
-  int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], Oh = o.shape[r - 2], Ow = o.shape[r - 1];
-  for (int64_t d = r - 3; d < r; ++d)  // PyTorch's meta kernel does not check this; its CPU kernel does
-    if (x.shape()[d] == 0)
-      throw std::runtime_error("adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
-                               "dimensions, but input has sizes " + hlo::i64_list(x.shape()) + " with dimension " +
-                               std::to_string(d) + " being empty");
+  if (!hlo::is_float(compute_dtype(x.dtype()))) throw LoweringError("adaptive_avg_pool2d of integers");
+  pooling::check_nonempty(x.shape(), 2, "adaptive_avg_pool2d");
   if (o.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, o.dtype, o.shape)};
-  auto [mh, lh] = adaptive_windows(b, H, Oh, ct);
-  auto [mw, lw] = adaptive_windows(b, W, Ow, ct);
-  Value sums = contract2(b, b.convert(x, ct), mh, mw, 1);
-  return Values{b.convert(b.div(sums, window_counts(b, lh, lw, o.shape)), o.dtype)};
+  return Values{b.convert(pooling::adaptive_avg(b, x, x.shape(), o.shape, 2, false), o.dtype)};
 });
 
 // _adaptive_avg_pool2d_backward(grad_output, self)
 TT_RULE({"aten::_adaptive_avg_pool2d_backward"}, [](Builder& b, const Args& a, const Context& c) {
   Value g = a[0].value(), x = a[1].value();
-  int64_t r = x.rank();
-  DType ct = compute_dtype(g.dtype());
-  int64_t H = x.shape()[r - 2], W = x.shape()[r - 1], Oh = g.shape()[r - 2], Ow = g.shape()[r - 1];
   if (g.type.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, c.out().dtype, x.shape())};
-  auto [mh, lh] = adaptive_windows(b, H, Oh, ct);
-  auto [mw, lw] = adaptive_windows(b, W, Ow, ct);
-  Value share = b.div(b.convert(g, ct), window_counts(b, lh, lw, g.shape()));
-  return Values{b.convert(contract2(b, share, mh, mw, 0), c.out().dtype)};
+  return Values{b.convert(pooling::adaptive_avg(b, g, x.shape(), g.shape(), 2, true), c.out().dtype)};
 });
 
 }  // namespace

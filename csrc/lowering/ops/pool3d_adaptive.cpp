@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "lowering/helpers.h"
+#include "lowering/ops/pooling_common.h"
 
 namespace tt::lowering {
 namespace {
@@ -81,8 +82,37 @@ Value lowest(Builder& b, DType t) {
   return hlo::is_float(t) ? b.constant(-std::numeric_limits<double>::infinity(), t) : extreme_identity(b, t, true);
 }
 
-// grad (shaped like the pooled output) added into zeros shaped `in` at the
-// flat plane positions `idx` (max pooling's backward).
+Values add_body(Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; }
+
+// Adaptive window i of `out` over `in` covers [floor(i*in/out), ceil((i+1)*in/out)).
+int64_t win_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+int64_t win_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+
+// [out, in] 0/1 matrix of the windows along one dim, and each window's length.
+std::pair<Value, Value> window_matrix(Builder& b, int64_t in, int64_t out, DType ct) {
+  Type t{DType::S64, {out, in}};
+  Value i = b.iota(t, 0), h = b.iota(t, 1);
+  auto k = [&](int64_t v) { return b.constant_int(v, DType::S64, {out, in}); };
+  Value start = b.div(b.mul(i, k(in)), k(out));
+  Value end = b.div(b.add(b.mul(b.add(i, k(1)), k(in)), k(out - 1)), k(out));
+  Value inside = b.and_(b.compare(h, start, Cmp::GE), b.compare(h, end, Cmp::LT));
+  Value len = b.reduce(b.convert(inside, ct), b.constant(0, ct), {1}, "stablehlo.add");
+  return {b.convert(inside, ct), len};
+}
+
+// x contracted along dim d with m [P, A] (over m's dim `cdim`), the result's dim staying at d.
+Value apply_along(Builder& b, Value x, int64_t d, Value m, int64_t cdim) {
+  int64_t r = x.rank();
+  Value t = b.dot_general(x, m, {}, {}, {d}, {cdim}, x.dtype(), "HIGHEST");  // dim d moved last
+  std::vector<int64_t> perm;
+  for (int64_t p = 0; p < r; ++p) perm.push_back(p < d ? p : p == d ? r - 1 : p - 1);
+  return b.transpose(t, perm);
+}
+
+}  // namespace
+
+namespace pooling {
+
 Value scatter_to_planes(Builder& b, Value g, Value idx, const Shape& in, size_t nsp) {
   int64_t lead = static_cast<int64_t>(in.size() - nsp);
   int64_t planes = 1, plane = 1;
@@ -103,7 +133,40 @@ Value scatter_to_planes(Builder& b, Value g, Value idx, const Shape& in, size_t 
   return b.convert(b.reshape(gi, in), g.dtype());
 }
 
-Values add_body(Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; }
+void check_nonempty(const Shape& s, size_t nsp, const char* name) {
+  int64_t r = static_cast<int64_t>(s.size());
+  for (int64_t d = r - static_cast<int64_t>(nsp) - 1; d < r; ++d)
+    if (d >= 0 && s[d] == 0)
+      throw InvalidArgument(std::string(name) + "(): Expected input to have non-zero size for non-batch "
+                            "dimensions, but input has sizes " + hlo::i64_list(s) + " with dimension " +
+                            std::to_string(d) + " being empty");
+}
+
+Value adaptive_avg(Builder& b, Value x, const Shape& in, const Shape& out, size_t nsp, bool backward) {
+  int64_t r = static_cast<int64_t>(in.size());
+  DType ct = compute_dtype(x.dtype());
+  Value y = b.convert(x, ct);
+  Value count = full(b, 1, ct, out);
+  Values mats;
+  for (size_t i = 0; i < nsp; ++i) {
+    int64_t d = r - nsp + i;
+    auto [m, len] = window_matrix(b, in[d], out[d], ct);
+    mats.push_back(m);
+    count = b.mul(count, b.broadcast_in_dim(len, out, {d}));
+  }
+  if (backward) y = b.div(y, count);
+  for (size_t i = 0; i < nsp; ++i) y = apply_along(b, y, r - nsp + i, mats[i], backward ? 0 : 1);
+  if (!backward) y = b.div(y, count);
+  return y;
+}
+
+}  // namespace pooling
+
+namespace {
+
+using pooling::adaptive_avg;
+using pooling::check_nonempty;
+using pooling::scatter_to_planes;
 
 // ---- max_pool3d_with_indices ------------------------------------------------------
 
@@ -198,59 +261,6 @@ TT_RULE({"aten::avg_pool3d_backward"}, [](Builder& b, const Args& a, const Conte
 
 // ---- adaptive pooling ---------------------------------------------------------------
 
-// Adaptive window i of `out` over `in` covers [floor(i*in/out), ceil((i+1)*in/out)).
-int64_t win_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
-int64_t win_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
-
-// [out, in] 0/1 matrix of the windows along one dim, and each window's length.
-std::pair<Value, Value> window_matrix(Builder& b, int64_t in, int64_t out, DType ct) {
-  Type t{DType::S64, {out, in}};
-  Value i = b.iota(t, 0), h = b.iota(t, 1);
-  auto k = [&](int64_t v) { return b.constant_int(v, DType::S64, {out, in}); };
-  Value start = b.div(b.mul(i, k(in)), k(out));
-  Value end = b.div(b.add(b.mul(b.add(i, k(1)), k(in)), k(out - 1)), k(out));
-  Value inside = b.and_(b.compare(h, start, Cmp::GE), b.compare(h, end, Cmp::LT));
-  Value len = b.reduce(b.convert(inside, ct), b.constant(0, ct), {1}, "stablehlo.add");
-  return {b.convert(inside, ct), len};
-}
-
-// x contracted along dim d with m [P, A] (over m's dim `cdim`), the result's dim staying at d.
-Value apply_along(Builder& b, Value x, int64_t d, Value m, int64_t cdim) {
-  int64_t r = x.rank();
-  Value t = b.dot_general(x, m, {}, {}, {d}, {cdim}, x.dtype(), "HIGHEST");  // dim d moved last
-  std::vector<int64_t> perm;
-  for (int64_t p = 0; p < r; ++p) perm.push_back(p < d ? p : p == d ? r - 1 : p - 1);
-  return b.transpose(t, perm);
-}
-
-void check_nonempty(const Shape& s, size_t nsp, const char* name) {
-  int64_t r = static_cast<int64_t>(s.size());
-  for (int64_t d = r - static_cast<int64_t>(nsp) - 1; d < r; ++d)
-    if (d >= 0 && s[d] == 0)
-      throw InvalidArgument(std::string(name) + "(): Expected input to have non-zero size for non-batch "
-                            "dimensions, but input has sizes " + hlo::i64_list(s) + " with dimension " +
-                            std::to_string(d) + " being empty");
-}
-
-// Adaptive average pooling: sums through the window matrices, divided by the
-// window sizes; the backward applies the transposed matrices.
-Value adaptive_avg(Builder& b, Value x, const Shape& in, const Shape& out, size_t nsp, bool backward) {
-  int64_t r = static_cast<int64_t>(in.size());
-  DType ct = compute_dtype(x.dtype());
-  Value y = b.convert(x, ct);
-  Value count = full(b, 1, ct, out);
-  Values mats;
-  for (size_t i = 0; i < nsp; ++i) {
-    int64_t d = r - nsp + i;
-    auto [m, len] = window_matrix(b, in[d], out[d], ct);
-    mats.push_back(m);
-    count = b.mul(count, b.broadcast_in_dim(len, out, {d}));
-  }
-  if (backward) y = b.div(y, count);
-  for (size_t i = 0; i < nsp; ++i) y = apply_along(b, y, r - nsp + i, mats[i], backward ? 0 : 1);
-  if (!backward) y = b.div(y, count);
-  return y;
-}
 
 // _adaptive_avg_pool3d(self, output_size)
 TT_RULE({"aten::_adaptive_avg_pool3d"}, [](Builder& b, const Args& a, const Context& c) {
