@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 
 #include "lowering/ops/attention_common.h"
 
@@ -139,6 +140,45 @@ Value key_block(Builder& b, Value x, Value start, int64_t block) {
 
 Value rows(Builder& b, Value r, const Shape& s) { return b.broadcast_in_dim(r, s, {0, 1, 2}); }
 
+// What the forward and the backward loops start from: the grouped query,
+// key and value padded to whole blocks, the prepared mask (invalid when
+// none), and the shape of one value per query row.
+struct BlockInputs {
+  Blocks bl;
+  Value q, k, v, mask;
+  Shape rows;
+};
+
+BlockInputs block_inputs(Builder& b, const Call& c) {
+  const Geometry& g = c.g;
+  Blocks bl = blocks_of(g);
+  return BlockInputs{bl, grouped(b, g, c.q), pad_keys(b, c.k, bl.padded), pad_keys(b, c.v, bl.padded),
+                     prepared_mask(b, c, bl.padded), Shape{g.batch, g.hk, g.groups * g.l}};
+}
+
+// Runs `step` once per key block. The loop carries `carried` (element 0 is
+// the block number, an s32 scalar) and, when there is one, the mask; `step`
+// gets the carried values and the mask (invalid when none) and returns the
+// next carried values.
+using BlockStep = std::function<Values(Builder&, const Values& carried, const Value& mask)>;
+Values loop_over_key_blocks(Builder& b, Values carried, const Value& mask, int64_t count, const BlockStep& step) {
+  const size_t n = carried.size();
+  if (mask.valid()) carried.push_back(mask);
+  Values r = b.while_loop(
+      carried,
+      [count](Builder& bb, const Values& st) {
+        return Values{bb.compare(st[0], bb.constant_int(count, DType::S32), Cmp::LT)};
+      },
+      [n, &step](Builder& bb, const Values& st) {
+        Value m = st.size() > n ? st[n] : Value{};
+        Values next = step(bb, Values(st.begin(), st.begin() + n), m);
+        if (m.valid()) next.push_back(m);
+        return next;
+      });
+  r.resize(n);
+  return r;
+}
+
 }  // namespace
 
 void set_path_override(Path path, int64_t block) {
@@ -163,23 +203,15 @@ bool use_blockwise(const Geometry& g) {
 Values blockwise_forward(Builder& b, const Call& c) {
   const Geometry& g = c.g;
   DType acc = c.acc;
-  Blocks bl = blocks_of(g);
-  Value q = grouped(b, g, c.q);
-  Value k = pad_keys(b, c.k, bl.padded), v = pad_keys(b, c.v, bl.padded);
-  Value mask = prepared_mask(b, c, bl.padded);
-  Shape rs{g.batch, g.hk, g.groups * g.l};
-  Shape os = g.grouped(g.ev);
-  Values state{b.constant_int(0, DType::S32), neg_inf(b, acc, rs), b.constant(0, acc, rs), b.constant(0, acc, os), q, k, v};
-  if (mask.valid()) state.push_back(mask);
-  const int64_t count = bl.count, block = bl.size;
-  Values r = b.while_loop(
-      state,
-      [count](Builder& bb, const Values& st) {
-        return Values{bb.compare(st[0], bb.constant_int(count, DType::S32), Cmp::LT)};
-      },
-      [&c, block, acc, rs, os](Builder& bb, const Values& st) {
+  BlockInputs in = block_inputs(b, c);
+  const Shape rs = in.rows, os = g.grouped(g.ev);
+  const int64_t block = in.bl.size;
+  Values state{b.constant_int(0, DType::S32), neg_inf(b, acc, rs), b.constant(0, acc, rs), b.constant(0, acc, os),
+               in.q, in.k, in.v};
+  Values r = loop_over_key_blocks(
+      b, state, in.mask, in.bl.count,
+      [&c, block, acc, rs, os](Builder& bb, const Values& st, const Value& mask) {
         Value i = st[0], m = st[1], l = st[2], o = st[3], q = st[4], k = st[5], v = st[6];
-        Value mask = st.size() > 7 ? st[7] : Value{};
         Value start = bb.mul(i, bb.constant_int(block, DType::S32));
         Value sc = block_scores(bb, c, block, q, key_block(bb, k, start, block), mask, start);
         Shape ss = sc.shape();
@@ -192,9 +224,7 @@ Values blockwise_forward(Builder& b, const Call& c) {
         Value pv = bb.dot_general(p, key_block(bb, v, start, block), {0, 1}, {0, 1}, {3}, {2}, acc,
                                   matmul_precision());
         Value o_new = bb.add(bb.mul(rows(bb, alpha, os), o), pv);
-        Values next{bb.add(i, bb.constant_int(1, DType::S32)), m_new, l_new, o_new, q, k, v};
-        if (mask.valid()) next.push_back(mask);
-        return next;
+        return Values{bb.add(i, bb.constant_int(1, DType::S32)), m_new, l_new, o_new, q, k, v};
       });
   Value m = r[1], l = r[2], o = r[3];
   Value dead = b.compare(l, b.constant(0, acc, rs), Cmp::EQ);
@@ -207,11 +237,9 @@ Values blockwise_forward(Builder& b, const Call& c) {
 Values blockwise_backward(Builder& b, const Call& c, Value dout, Value out, Value lse) {
   const Geometry& g = c.g;
   DType acc = c.acc;
-  Blocks bl = blocks_of(g);
-  Value q = grouped(b, g, c.q);
-  Value k = pad_keys(b, c.k, bl.padded), v = pad_keys(b, c.v, bl.padded);
-  Value mask = prepared_mask(b, c, bl.padded);
-  Shape rs{g.batch, g.hk, g.groups * g.l};
+  BlockInputs in = block_inputs(b, c);
+  const Shape rs = in.rows;
+  Value q = in.q, k = in.k, v = in.v;
   Value dO = grouped(b, g, dout);
   Value delta = reduce_sum(b, b.mul(dO, grouped(b, g, out)), {3});
   // A row that masked every key has logsumexp -inf and all scores -inf:
@@ -221,17 +249,12 @@ Values blockwise_backward(Builder& b, const Call& c, Value dout, Value out, Valu
   Value dq = b.constant(0, acc, q.shape());
   Value dk = b.constant(0, acc, k.shape()), dv = b.constant(0, acc, v.shape());
   Values state{b.constant_int(0, DType::S32), dq, dk, dv, q, k, v, dO, delta, shift};
-  if (mask.valid()) state.push_back(mask);
-  const int64_t count = bl.count, block = bl.size;
-  Values r = b.while_loop(
-      state,
-      [count](Builder& bb, const Values& st) {
-        return Values{bb.compare(st[0], bb.constant_int(count, DType::S32), Cmp::LT)};
-      },
-      [&c, block, acc](Builder& bb, const Values& st) {
+  const int64_t block = in.bl.size;
+  Values r = loop_over_key_blocks(
+      b, state, in.mask, in.bl.count,
+      [&c, block, acc](Builder& bb, const Values& st, const Value& mask) {
         Value i = st[0], dq = st[1], dk = st[2], dv = st[3], q = st[4], k = st[5], v = st[6];
         Value dO = st[7], delta = st[8], shift = st[9];
-        Value mask = st.size() > 10 ? st[10] : Value{};
         std::string prec = matmul_precision();
         Value start = bb.mul(i, bb.constant_int(block, DType::S32));
         Value kb = key_block(bb, k, start, block), vb = key_block(bb, v, start, block);
@@ -247,9 +270,7 @@ Values blockwise_backward(Builder& b, const Call& c, Value dout, Value out, Valu
         Value z = bb.constant_int(0, DType::S32);
         dk = bb.dynamic_update_slice(dk, dkb, {z, z, start, z});
         dv = bb.dynamic_update_slice(dv, dvb, {z, z, start, z});
-        Values next{bb.add(i, bb.constant_int(1, DType::S32)), dq, dk, dv, q, k, v, dO, delta, shift};
-        if (mask.valid()) next.push_back(mask);
-        return next;
+        return Values{bb.add(i, bb.constant_int(1, DType::S32)), dq, dk, dv, q, k, v, dO, delta, shift};
       });
   Value dk_out = b.slice(r[2], {0, 0, 0, 0}, {g.batch, g.hk, g.s, g.e});
   Value dv_out = b.slice(r[3], {0, 0, 0, 0}, {g.batch, g.hk, g.s, g.ev});
