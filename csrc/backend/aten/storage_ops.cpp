@@ -23,14 +23,23 @@ void check_dtype(at::ScalarType t) {
   if (!is_supported_dtype(t)) to_element_type(t);  // raises the TypeError
 }
 
-at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
-                               std::optional<at::Layout> layout, std::optional<c10::Device> device,
-                               std::optional<bool>, std::optional<at::MemoryFormat> memory_format) {
+// What every tpu allocation checks first (a strided layout, a dtype the
+// device has): the dtype and device index to allocate with, the device's
+// runtime started.
+std::pair<at::ScalarType, int> empty_target(std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                                            std::optional<c10::Device> device) {
   TORCH_CHECK(c10::layout_or_default(layout) == at::kStrided, "tpu supports only strided tensors");
   at::ScalarType t = c10::dtype_or_default(dtype);
   check_dtype(t);
   int dev = device_index(device);
   runtime_for(dev);
+  return {t, dev};
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool>, std::optional<at::MemoryFormat> memory_format) {
+  auto [t, dev] = empty_target(dtype, layout, device);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, dev));
   return at::detail::empty_generic(size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t,
                                    memory_format);
@@ -38,11 +47,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarTy
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> layout, std::optional<c10::Device> device, std::optional<bool>) {
-  TORCH_CHECK(c10::layout_or_default(layout) == at::kStrided, "tpu supports only strided tensors");
-  at::ScalarType t = c10::dtype_or_default(dtype);
-  check_dtype(t);
-  int dev = device_index(device);
-  runtime_for(dev);
+  auto [t, dev] = empty_target(dtype, layout, device);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, dev));
   return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), t);

@@ -29,7 +29,7 @@ using Kind = lowering::Arg::Kind;
 
 hlo::DType dtype_of(const py::handle& h) {
   TORCH_CHECK_TYPE(THPDtype_Check(h.ptr()), "tpu graph: expected a torch.dtype, got ", py::str(h).cast<std::string>());
-  return static_cast<hlo::DType>(to_element_type(reinterpret_cast<THPDtype*>(h.ptr())->scalar_type));
+  return hlo_dtype(reinterpret_cast<THPDtype*>(h.ptr())->scalar_type);
 }
 
 hlo::Type type_of(const py::handle& h) {

@@ -7,6 +7,7 @@
 #include <ATen/Tensor.h>
 #include <c10/core/Allocator.h>
 
+#include "hlo/builder.h"
 #include "runtime/runtime.h"
 
 namespace tt::backend {
@@ -40,9 +41,15 @@ void resize_storage_bytes(const c10::Storage& storage, size_t nbytes);
 // writing the whole tensor may rebind the storage's buffer).
 bool covers_own_storage(const at::Tensor& t);
 
-// dtype mapping; unsupported dtypes raise a TypeError naming the dtype.
+// The dtype converters, the only ones: PyTorch's ScalarType against PJRT's
+// element type (unsupported dtypes raise a TypeError naming the dtype), and
+// the program builder's DType, whose numbering equals PJRT's.
 runtime::ElementType to_element_type(at::ScalarType t);
 at::ScalarType to_scalar_type(runtime::ElementType t);
 bool is_supported_dtype(at::ScalarType t);
+inline hlo::DType hlo_dtype(runtime::ElementType t) { return static_cast<hlo::DType>(t); }
+inline runtime::ElementType element_type(hlo::DType t) { return static_cast<runtime::ElementType>(t); }
+inline hlo::DType hlo_dtype(at::ScalarType t) { return hlo_dtype(to_element_type(t)); }
+inline at::ScalarType aten_dtype(hlo::DType t) { return to_scalar_type(element_type(t)); }
 
 }  // namespace tt::backend

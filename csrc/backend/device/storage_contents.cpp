@@ -50,7 +50,7 @@ bool contents_type(DeviceStorage* s, hlo::Type* type) {
     return true;
   }
   if (!s->buffer) return false;
-  *type = hlo::Type{static_cast<hlo::DType>(s->buffer->type()), s->buffer->dims()};
+  *type = hlo::Type{hlo_dtype(s->buffer->type()), s->buffer->dims()};
   return true;
 }
 

@@ -40,7 +40,7 @@ std::string spmd_program_text(const SpmdCollective& c, int64_t n, at::IntArrayRe
   TORCH_CHECK_VALUE(n >= 1, "spmd collectives: no tensors");
   hlo::Builder b;
   b.set_num_replicas(static_cast<int>(n));
-  hlo::Type t{static_cast<hlo::DType>(to_element_type(dtype)), std::vector<int64_t>(sizes.begin(), sizes.end())};
+  hlo::Type t{hlo_dtype(dtype), std::vector<int64_t>(sizes.begin(), sizes.end())};
   hlo::Value x = b.param(t);
   std::vector<int64_t> all(n);
   for (int64_t i = 0; i < n; ++i) all[i] = i;

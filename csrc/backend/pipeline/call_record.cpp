@@ -15,8 +15,6 @@ namespace tt::backend {
 
 using Kind = lowering::Arg::Kind;
 
-hlo::DType hlo_dtype(at::ScalarType t) { return static_cast<hlo::DType>(to_element_type(t)); }
-at::ScalarType aten_dtype(hlo::DType t) { return to_scalar_type(static_cast<runtime::ElementType>(t)); }
 
 bool is_scalar_schema_type(const c10::TypePtr& t) {
   c10::TypePtr u = t;
@@ -135,7 +133,7 @@ void encode_tensor(const at::Tensor& t, bool defer, CallState& st, std::string& 
         use.type = use.pending->type;
       } else {
         use.buffer = storage_buffer(s, t.scalar_type());
-        use.type = hlo::Type{static_cast<hlo::DType>(use.buffer->type()), use.buffer->dims()};
+        use.type = hlo::Type{hlo_dtype(use.buffer->type()), use.buffer->dims()};
       }
       st.storages.push_back(std::move(use));
       idx = static_cast<int>(st.storages.size()) - 1;

@@ -75,7 +75,4 @@ runtime::BufferPtr scalar_buffer(const ScalarUse& s, int device);
 // "f32[2, 3], i64[4]": the tensor arguments, for error messages.
 std::string describe_args(const CallState& st);
 
-hlo::DType hlo_dtype(at::ScalarType t);
-at::ScalarType aten_dtype(hlo::DType t);
-
 }  // namespace tt::backend

@@ -348,7 +348,7 @@ void record(const OpPlan& plan, torch::jit::Stack* stack, size_t num_args, CallS
   // Every scalar is its own input, so a changing value never changes the
   // cluster (a learning rate schedule does not recompile).
   for (const auto& s : st.scalars)
-    scalars.push_back(add_input(c, scalar_buffer(s, c.device), hlo::Type{static_cast<hlo::DType>(s.type), {}}));
+    scalars.push_back(add_input(c, scalar_buffer(s, c.device), hlo::Type{hlo_dtype(s.type), {}}));
   c.key += '>';
 
   lowering::GraphNode node;

@@ -91,7 +91,7 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
   std::vector<at::Tensor> results;
   for (size_t i = 0; i < outs.size(); ++i)
     results.push_back(wrap_buffer(outs[i], outputs_[i].shape,
-                                  to_scalar_type(static_cast<runtime::ElementType>(outputs_[i].dtype))));
+                                  aten_dtype(outputs_[i].dtype)));
   return results;
 }
 

@@ -178,7 +178,7 @@ hlo::Values emit_impl(hlo::Builder& b, const ProgramInputs& in, const OpPlan& pl
 ProgramInputs declare_inputs(hlo::Builder& b, const CallState& st, bool needs_rng) {
   ProgramInputs in;
   for (const auto& s : st.storages) in.storages.push_back(b.param(s.type));
-  for (const auto& s : st.scalars) in.scalars.push_back(b.param(hlo::Type{static_cast<hlo::DType>(s.type), {}}));
+  for (const auto& s : st.scalars) in.scalars.push_back(b.param(hlo::Type{hlo_dtype(s.type), {}}));
   if (needs_rng) {
     in.seed = b.param(hlo::Type{hlo::DType::U64, {}});
     in.offset = b.param(hlo::Type{hlo::DType::U64, {}});
