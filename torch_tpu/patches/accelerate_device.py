@@ -15,28 +15,21 @@ that imports torch_tpu and asks accelerate or the Trainer for the CPU
 (``Accelerator(cpu=True)``, ``TrainingArguments(use_cpu=True)``) must also set
 ``ACCELERATE_TORCH_DEVICE=cpu``.
 """
-import os
-
 import torch
 
-from .record import Patch
+from .record import EnvironmentDefault, Patch
 
 NAME = "accelerate_device"
 VARIABLE = "ACCELERATE_TORCH_DEVICE"
-_installed = False
 
 
-def install():
-    global _installed
+def _tpu_when_current():
     accelerator = torch.accelerator.current_accelerator(check_available=False)
-    if accelerator is not None and accelerator.type == "tpu":
-        os.environ.setdefault(VARIABLE, "tpu")
-    _installed = True
+    return "tpu" if accelerator is not None and accelerator.type == "tpu" else None
 
 
-def installed():
-    return _installed and VARIABLE in os.environ
-
+_DEFAULT = EnvironmentDefault(VARIABLE, _tpu_when_current)
+install, installed = _DEFAULT.install, _DEFAULT.installed
 
 PATCH = Patch(
     name=NAME,

@@ -7,6 +7,7 @@ library, or a change to an engine's configuration. Each lives in its own
 module of torch_tpu/patches/ and declares one `PATCH = Patch(...)`.
 """
 import dataclasses
+import os
 import typing
 
 MARKER = "__torch_tpu_patch__"
@@ -61,3 +62,25 @@ def mark(fn, name):
 def marked(obj, name):
     """Whether obj is the replacement that patch `name` installed."""
     return getattr(obj, MARKER, None) == name
+
+
+class EnvironmentDefault:
+    """The install/installed pair of a patch that sets a variable another
+    library reads, only where the process's environment leaves it unset.
+
+    `value()` gives the value to set, or None to set nothing (the condition
+    did not hold); a value already in the environment always wins."""
+
+    def __init__(self, variable, value):
+        self.variable = variable
+        self._value = value
+        self._done = False
+
+    def install(self):
+        value = self._value()
+        if value is not None:
+            os.environ.setdefault(self.variable, value)
+        self._done = True
+
+    def installed(self):
+        return self._done and self.variable in os.environ

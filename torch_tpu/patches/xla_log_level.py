@@ -5,24 +5,12 @@ TF_CPP_MIN_LOG_LEVEL (read by XLA's logging when the plugin loads) defaults
 to 1 (warnings and up) here. A value already in the environment is kept.
 Installed before the extension loads a plugin.
 """
-import os
-
-from .record import Patch
+from .record import EnvironmentDefault, Patch
 
 NAME = "xla_log_level"
 VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
-_installed = False
-
-
-def install():
-    global _installed
-    os.environ.setdefault(VARIABLE, "1")
-    _installed = True
-
-
-def installed():
-    return _installed and VARIABLE in os.environ
-
+_DEFAULT = EnvironmentDefault(VARIABLE, lambda: "1")
+install, installed = _DEFAULT.install, _DEFAULT.installed
 
 PATCH = Patch(
     name=NAME,
