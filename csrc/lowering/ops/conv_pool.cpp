@@ -1,7 +1,7 @@
 // Convolution (forward and backward, plain and transposed, any spatial rank,
 // groups, stride, padding, dilation) through PyTorch's convolution_overrideable hooks, and
-// 2-D max / average / adaptive average pooling with their backward ops. NCHW
-// layouts throughout.
+// 2-D adaptive average pooling with its backward (max and average pooling
+// live in pool3d_adaptive.cpp). NCHW layouts throughout.
 #include <algorithm>
 #include <limits>
 
@@ -175,135 +175,6 @@ TT_RULE({"aten::convolution_backward_overrideable"}, [](Builder& b, const Args& 
     out[2] = b.convert(b.reduce(gc, b.constant(0, ct), dims, "stablehlo.add"), g.dtype());
   }
   return out;
-});
-
-// ---- pooling -------------------------------------------------------------------
-
-struct Pool {
-  std::vector<int64_t> window, strides, dilation;
-  Pads pads;
-};
-
-// Window geometry over the trailing 2 dims of a 3-D or 4-D input; the high
-// padding is whatever makes the output `out` long (ceil_mode adds to it).
-Pool pool_geometry(const Shape& in, const Shape& out, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
-                   const std::vector<int64_t>& pad, const std::vector<int64_t>& dil) {
-  size_t lead = in.size() - 2;
-  Pool p;
-  p.window.assign(lead, 1);
-  p.strides.assign(lead, 1);
-  p.dilation.assign(lead, 1);
-  p.pads.assign(lead, {0, 0});
-  auto kk = expand_param(k, 2), ss = s.empty() ? kk : expand_param(s, 2), pp = expand_param(pad, 2),
-       dd = dil.empty() ? std::vector<int64_t>{1, 1} : expand_param(dil, 2);
-  for (size_t i = 0; i < 2; ++i) {
-    int64_t n = in[lead + i], o = out[lead + i];
-    int64_t needed = (o - 1) * ss[i] + dd[i] * (kk[i] - 1) + 1;
-    p.window.push_back(kk[i]);
-    p.strides.push_back(ss[i]);
-    p.dilation.push_back(dd[i]);
-    p.pads.push_back({pp[i], std::max<int64_t>(needed - n - pp[i], 0)});
-  }
-  return p;
-}
-
-// max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
-TT_RULE({"aten::max_pool2d_with_indices"}, [](Builder& b, const Args& a, const Context& c) {
-  Value x = a[0].value();
-  const Shape& os = c.out(0).shape;
-  Pool p = pool_geometry(x.shape(), os, a[1].ints, a[2].ints, a[3].ints, a[4].ints);
-  const Shape& s = x.shape();
-  int64_t W = s.back();
-  Type it{DType::S64, s};
-  Value flat_index = b.add(b.mul(b.iota(it, x.rank() - 2), b.constant_int(W, DType::S64, s)), b.iota(it, x.rank() - 1));
-  DType ct = compute_dtype(x.dtype());
-  Value xv = b.convert(x, ct);
-  Value init_v = b.constant(-std::numeric_limits<double>::infinity(), ct);
-  Value init_i = b.constant_int(std::numeric_limits<int64_t>::max(), DType::S64);
-  // Largest value wins; NaN counts as largest (PyTorch propagates it); ties
-  // go to the first index in row-major order.
-  Values r = b.reduce_window({xv, flat_index}, {init_v, init_i}, p.window, p.strides,
-                             std::vector<int64_t>(x.rank(), 1), p.dilation, p.pads,
-                             [](Builder& bb, const Values& v) {
-    Value av = v[0], ai = v[1], xv2 = v[2], xi = v[3];
-    Value a_nan = bb.compare(av, av, hlo::Cmp::NE), x_nan = bb.compare(xv2, xv2, hlo::Cmp::NE);
-    Value greater = bb.or_(bb.compare(xv2, av, hlo::Cmp::GT), bb.and_(x_nan, bb.not_(a_nan)));
-    Value equal = bb.or_(bb.compare(xv2, av, hlo::Cmp::EQ), bb.and_(x_nan, a_nan));
-    Value take = bb.or_(greater, bb.and_(equal, bb.compare(xi, ai, hlo::Cmp::LT)));
-    return Values{bb.select(take, xv2, av), bb.select(take, xi, ai)};
-  });
-  return Values{b.convert(r[0], x.dtype()), r[1]};
-});
-
-// max_pool2d_with_indices_backward(grad_output, self, kernel, stride, padding,
-//                                  dilation, ceil_mode, indices)
-TT_RULE({"aten::max_pool2d_with_indices_backward"}, [](Builder& b, const Args& a, const Context& c) {
-  return Values{pooling::scatter_to_planes(b, a[0].value(), a[7].value(), a[1].value().shape(), 2)};
-});
-
-// Divisors of avg_pool2d: the window size, or (count_include_pad false) the
-// number of real elements, never counting ceil_mode's extra padding.
-Value pool_counts(Builder& b, const Shape& in, const Pool& p, const Shape& out, bool include_pad, DType ct) {
-  size_t r = in.size();
-  std::vector<int64_t> low(r), high(r), extra(r), zero(r, 0);
-  Shape ones_shape = in;
-  for (size_t i = 0; i < r; ++i) {
-    low[i] = p.pads[i].first;
-    high[i] = std::min(p.pads[i].first, p.pads[i].second);  // the symmetric, real padding
-    extra[i] = p.pads[i].second - high[i];
-  }
-  Value ones = full(b, 1, ct, in);
-  Value padded = b.pad(ones, b.constant(include_pad ? 1 : 0, ct), low, high, zero);
-  padded = b.pad(padded, b.constant(0, ct), zero, extra, zero);
-  Pads none(r, {0, 0});
-  return b.reduce_window({padded}, {b.constant(0, ct)}, p.window, p.strides, std::vector<int64_t>(r, 1), p.dilation,
-                         none, [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
-}
-
-// avg_pool2d(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
-TT_RULE({"aten::avg_pool2d"}, [](Builder& b, const Args& a, const Context& c) {
-  Value x = a[0].value();
-  const Shape& os = c.out().shape;
-  Pool p = pool_geometry(x.shape(), os, a[1].ints, a[2].ints, a[3].ints, {});
-  DType ct = compute_dtype(x.dtype());
-  Value sum = b.reduce_window({b.convert(x, ct)}, {b.constant(0, ct)}, p.window, p.strides,
-                              std::vector<int64_t>(x.rank(), 1), p.dilation, p.pads,
-                              [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
-  Value div = a[6].is_none() ? pool_counts(b, x.shape(), p, os, a[5].b, ct) : b.constant(a[6].i, ct, os);
-  return Values{b.convert(b.div(sum, div), x.dtype())};
-});
-
-// avg_pool2d_backward(grad_output, self, kernel, stride, padding, ceil_mode,
-//                     count_include_pad, divisor_override)
-TT_RULE({"aten::avg_pool2d_backward"}, [](Builder& b, const Args& a, const Context& c) {
-  Value g = a[0].value(), x = a[1].value();
-  const Shape& os = g.shape();
-  Pool p = pool_geometry(x.shape(), os, a[2].ints, a[3].ints, a[4].ints, {});
-  DType ct = compute_dtype(g.dtype());
-  Value div = a[7].is_none() ? pool_counts(b, x.shape(), p, os, a[6].b, ct) : b.constant(a[7].i, ct, os);
-  Value y = b.div(b.convert(g, ct), div);
-  // Spread each window's share back: dilate by the stride, pad by the window,
-  // sum each window, then crop the padding.
-  size_t r = x.rank();
-  std::vector<int64_t> low(r), high(r), interior(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t padded = x.shape()[i] + p.pads[i].first + p.pads[i].second;
-    int64_t covered = (os[i] - 1) * p.strides[i] + p.window[i];
-    interior[i] = p.strides[i] - 1;
-    low[i] = p.window[i] - 1;
-    high[i] = p.window[i] - 1 + (padded - covered);
-  }
-  Value spread = b.pad(y, b.constant(0, ct), low, high, interior);
-  Pads none(r, {0, 0});
-  Value sums = b.reduce_window({spread}, {b.constant(0, ct)}, p.window, std::vector<int64_t>(r, 1),
-                               std::vector<int64_t>(r, 1), std::vector<int64_t>(r, 1), none,
-                               [](Builder& bb, const Values& v) { return Values{bb.add(v[0], v[1])}; })[0];
-  std::vector<int64_t> start(r), limit(r);
-  for (size_t i = 0; i < r; ++i) {
-    start[i] = p.pads[i].first;
-    limit[i] = p.pads[i].first + x.shape()[i];
-  }
-  return Values{b.convert(b.slice(sums, start, limit), x.dtype())};
 });
 
 }  // namespace

@@ -1,7 +1,7 @@
-// Pooling over any number of trailing spatial dims, for the ops the 2-D rules
-// in conv_pool.cpp do not cover: max_pool3d_with_indices, avg_pool3d,
-// _adaptive_avg_pool3d, adaptive_max_pool2d / adaptive_max_pool3d, each with
-// its backward. Indices are flat over the spatial dims of one plane, as in
+// Pooling over 2 or 3 trailing spatial dims, one implementation each:
+// max_pool{2,3}d_with_indices, avg_pool{2,3}d, _adaptive_avg_pool3d (the 2-D
+// one, in conv_pool.cpp, shares adaptive_avg), adaptive_max_pool{2,3}d, each
+// with its backward. Indices are flat over the spatial dims of one plane, as in
 // PyTorch. Half types compute in f32.
 #include <algorithm>
 #include <limits>
@@ -170,23 +170,28 @@ using pooling::scatter_to_planes;
 
 // ---- max_pool3d_with_indices ------------------------------------------------------
 
-// max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
-TT_RULE({"aten::max_pool3d_with_indices"}, [](Builder& b, const Args& a, const Context& c) {
+// max_pool{2,3}d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
+Values max_pool(Builder& b, const Args& a, const Context& c, size_t nsp) {
   Value x = a[0].value();
   const Type& o = c.out(0);
   if (o.numel() == 0 || x.type.numel() == 0)
     return Values{full(b, 0, o.dtype, o.shape), full(b, 0, DType::S64, c.out(1).shape)};
-  Window w = window_geometry(x.shape(), o.shape, 3, a[1].ints, a[2].ints, a[3].ints, a[4].ints);
+  Window w = window_geometry(x.shape(), o.shape, nsp, a[1].ints, a[2].ints, a[3].ints, a[4].ints);
   DType ct = compute_dtype(x.dtype());
-  Values r = b.reduce_window({b.convert(x, ct), plane_index(b, x.shape(), 3)},
+  Values r = b.reduce_window({b.convert(x, ct), plane_index(b, x.shape(), nsp)},
                              {lowest(b, ct), b.constant_int(std::numeric_limits<int64_t>::max(), DType::S64)},
                              w.window, w.strides, std::vector<int64_t>(x.rank(), 1), w.dilation, w.pads,
                              max_with_index);
   return Values{b.convert(r[0], o.dtype), r[1]};
-});
+}
+TT_RULE({"aten::max_pool2d_with_indices"}, [](Builder& b, const Args& a, const Context& c) { return max_pool(b, a, c, 2); });
+TT_RULE({"aten::max_pool3d_with_indices"}, [](Builder& b, const Args& a, const Context& c) { return max_pool(b, a, c, 3); });
 
-// max_pool3d_with_indices_backward(grad_output, self, kernel, stride, padding,
-//                                  dilation, ceil_mode, indices)
+// max_pool{2,3}d_with_indices_backward(grad_output, self, kernel, stride,
+//                                       padding, dilation, ceil_mode, indices)
+TT_RULE({"aten::max_pool2d_with_indices_backward"}, [](Builder& b, const Args& a, const Context& c) {
+  return Values{scatter_to_planes(b, a[0].value(), a[7].value(), a[1].value().shape(), 2)};
+});
 TT_RULE({"aten::max_pool3d_with_indices_backward"}, [](Builder& b, const Args& a, const Context& c) {
   return Values{scatter_to_planes(b, a[0].value(), a[7].value(), a[1].value().shape(), 3)};
 });
@@ -218,26 +223,30 @@ Value avg_divisor(Builder& b, const Shape& in, const Window& w, const Shape& out
   return window_counts(b, in, w, include_pad.b, ct);
 }
 
-// avg_pool3d(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
-TT_RULE({"aten::avg_pool3d"}, [](Builder& b, const Args& a, const Context& c) {
+// avg_pool{2,3}d(self, kernel, stride, padding, ceil_mode, count_include_pad,
+// divisor_override). PyTorch's CPU avg_pool2d takes int64 (truncating the
+// mean); its avg_pool3d takes floating types only.
+Values avg_pool(Builder& b, const Args& a, const Context& c, size_t nsp) {
   Value x = a[0].value();
   const Type& o = c.out();
-  if (!hlo::is_float(x.dtype())) throw LoweringError("avg_pool3d of integers");
+  if (nsp == 3 && !hlo::is_float(x.dtype())) throw LoweringError("avg_pool3d of integers");
   if (o.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, o.dtype, o.shape)};
-  Window w = window_geometry(x.shape(), o.shape, 3, a[1].ints, a[2].ints, a[3].ints, {});
+  Window w = window_geometry(x.shape(), o.shape, nsp, a[1].ints, a[2].ints, a[3].ints, {});
   DType ct = compute_dtype(x.dtype());
   Value sum = b.reduce_window({b.convert(x, ct)}, {b.constant(0, ct)}, w.window, w.strides,
                               std::vector<int64_t>(x.rank(), 1), w.dilation, w.pads, add_body)[0];
   return Values{b.convert(b.div(sum, avg_divisor(b, x.shape(), w, o.shape, a[5], a[6], ct)), o.dtype)};
-});
+}
+TT_RULE({"aten::avg_pool2d"}, [](Builder& b, const Args& a, const Context& c) { return avg_pool(b, a, c, 2); });
+TT_RULE({"aten::avg_pool3d"}, [](Builder& b, const Args& a, const Context& c) { return avg_pool(b, a, c, 3); });
 
-// avg_pool3d_backward(grad_output, self, kernel, stride, padding, ceil_mode,
-//                     count_include_pad, divisor_override)
-TT_RULE({"aten::avg_pool3d_backward"}, [](Builder& b, const Args& a, const Context& c) {
+// avg_pool{2,3}d_backward(grad_output, self, kernel, stride, padding, ceil_mode,
+//                          count_include_pad, divisor_override)
+Values avg_pool_backward(Builder& b, const Args& a, const Context& c, size_t nsp) {
   Value g = a[0].value(), x = a[1].value();
   const Shape& os = g.shape();
   if (g.type.numel() == 0 || x.type.numel() == 0) return Values{full(b, 0, x.dtype(), x.shape())};
-  Window w = window_geometry(x.shape(), os, 3, a[2].ints, a[3].ints, a[4].ints, {});
+  Window w = window_geometry(x.shape(), os, nsp, a[2].ints, a[3].ints, a[4].ints, {});
   DType ct = compute_dtype(g.dtype());
   Value y = b.div(b.convert(g, ct), avg_divisor(b, x.shape(), w, os, a[6], a[7], ct));
   // Each window's share spread back: dilate by the stride, pad by the
@@ -257,7 +266,11 @@ TT_RULE({"aten::avg_pool3d_backward"}, [](Builder& b, const Args& a, const Conte
   Value sums = b.reduce_window({spread}, {b.constant(0, ct)}, w.window, std::vector<int64_t>(r, 1),
                                std::vector<int64_t>(r, 1), std::vector<int64_t>(r, 1), Pads(r, {0, 0}), add_body)[0];
   return Values{b.convert(b.slice(sums, start, limit), x.dtype())};
-});
+}
+TT_RULE({"aten::avg_pool2d_backward"},
+        [](Builder& b, const Args& a, const Context& c) { return avg_pool_backward(b, a, c, 2); });
+TT_RULE({"aten::avg_pool3d_backward"},
+        [](Builder& b, const Args& a, const Context& c) { return avg_pool_backward(b, a, c, 3); });
 
 // ---- adaptive pooling ---------------------------------------------------------------
 
