@@ -62,6 +62,7 @@ from . import patches  # noqa: E402
 
 patches.install_at_import()
 
+from ._stats import stats  # noqa: E402,F401
 from ._eager_mode import eager_mode, fused_stats, get_eager_mode, reset_fused_stats, set_eager_mode  # noqa: E402,F401
 
 from . import _eager_decompositions  # noqa: E402
@@ -102,24 +103,17 @@ if "torch._dynamo" in _sys.modules:
 
 
 def cache_info():
-    """Program cache counters.
-
-    In-memory program cache, shared by every mode (bounded by
-    TORCH_TPU_PROGRAM_CACHE_ENTRIES, least recently used evicted first):
-    hits, misses, entries, evictions; compiles and compile_seconds count XLA
-    compilations. The same counters per mode are under "modes": "eager"
-    (one op), "fused" (a fused eager cluster), "graph" (a torch.compile
-    graph), "collective" (a program over several devices, such as an
-    in-process collective); the top-level ones are their sums. donated counts the input
-    buffers that programs updated in place (buffer donation), donation_copies
-    the ones they had to copy because another tensor still held the
-    buffer. Persistent compile cache (this
-    process): disk_hits (programs loaded from disk instead of compiled),
-    disk_misses, disk_rejected (corrupt or mismatched entries, ignored and
-    replaced), disk_writes, disk_evictions, disk_load_seconds,
-    disk_store_seconds; and the folder's
-    current disk_bytes and disk_entries."""
-    return _C._cache_info()
+    """The program cache's counters (torch_tpu.stats("programs")) and the
+    persistent compile cache's, prefixed disk_ (torch_tpu.stats
+    ("persistent_cache")): disk_hits, disk_misses, disk_rejected,
+    disk_writes, disk_evictions, disk_bytes, disk_entries,
+    disk_load_seconds, disk_store_seconds. torch_tpu.stats documents each."""
+    info = stats("programs")
+    disk = stats("persistent_cache")
+    for key in ("hits", "misses", "rejected", "writes", "evictions", "bytes", "entries", "load_seconds",
+                "store_seconds"):
+        info["disk_" + key] = disk[key]
+    return info
 
 
 def cache_clear():
@@ -146,13 +140,14 @@ def shared_cache_info():
     (corrupt or mismatched entries, replaced), writes and write_errors, and
     the folder's bytes and entries. A local miss reads through to it (an
     entry found is copied into the local cache); a compiled program is
-    written to both. No size cap is applied to it."""
-    return _C._shared_cache_info()
+    written to both. No size cap is applied to it. torch_tpu.stats("shared_cache")."""
+    return stats("shared_cache")
 
 
 def fallback_ops():
-    """{op name: calls} for ops that ran on the CPU because no rule lowered them."""
-    return dict(_C._fallback_ops())
+    """{op name: calls} for ops that ran on the CPU because no rule lowered them
+    (torch_tpu.stats("fallbacks"))."""
+    return stats("fallbacks")
 
 
 def reset_fallback_ops():

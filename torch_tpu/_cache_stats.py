@@ -5,6 +5,7 @@
 import dataclasses
 
 from . import _C
+from ._stats import stats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +46,7 @@ def _clear_cache():
 
 
 def _get_cache_stats():
-    info = _C._cache_info()
+    info = stats("programs")
     return CacheStats(
         num_cache_reqs=info["hits"] + info["misses"],
         num_cache_hits=info["hits"],
@@ -60,11 +61,11 @@ def _get_cache_stats():
 
 
 def _get_cache_hits():
-    return _C._cache_info()["hits"]
+    return stats("programs")["hits"]
 
 
 def _get_cache_misses():
-    return _C._cache_info()["misses"]
+    return stats("programs")["misses"]
 
 
 def _hbm_usage_summary():
@@ -72,7 +73,7 @@ def _hbm_usage_summary():
     compiled programs held. TorchTPU reports the device memory of the compiled
     code itself; the PJRT C API bound here gives no code size, so that part
     is the count of executables."""
-    info = _C._cache_info()
+    info = stats("programs")
     if not _C._is_initialized():
         return f"0 B in 0 buffers; {info['entries']} executables (the tpu device has not started)"
     from .tpu import _format_bytes

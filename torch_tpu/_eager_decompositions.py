@@ -345,7 +345,7 @@ def _trial(name, key, fn, positional, kwargs):
     """The first real call of a signature: the decomposition runs on tpu;
     when anything it called fell back to the CPU, later calls of this
     signature go to the CPU whole (this call's result is still right)."""
-    before = _C._fallback_ops()
+    before = _C._stats("fallbacks")
     try:
         result = fn(*positional, **kwargs)
     except NotImplementedError as e:
@@ -355,7 +355,7 @@ def _trial(name, key, fn, positional, kwargs):
         with _lock:
             _decisions[key] = (_FALLBACK, reason)
         return (False, reason, False)
-    after = _C._fallback_ops()
+    after = _C._stats("fallbacks")
     fell_back = sorted(k for k, v in after.items() if v != before.get(k, 0))
     with _lock:
         if fell_back:

@@ -47,8 +47,10 @@ def eager_mode(mode):
 
 def fused_stats():
     """Counters of fused eager mode: ops recorded, clusters run, cluster
-    programs compiled and reused, and why clusters were cut."""
-    return dict(_C._fused_stats())
+    programs compiled and reused, and why clusters were cut
+    (torch_tpu.stats("fused"))."""
+    from ._stats import stats
+    return stats("fused")
 
 
 def reset_fused_stats():

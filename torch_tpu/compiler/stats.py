@@ -76,7 +76,13 @@ def compile_stats():
     segmented_graphs (graphs cut at their collectives into program
     segments, each compiled as a program) and collectives (the
     `_c10d_functional` collectives, waits not counted, that run between
-    segments)."""
+    segments). The same as torch_tpu.stats("compile")."""
+    from .._stats import stats
+    return stats("compile")
+
+
+def snapshot():
+    """A copy of the counters (compile_stats() documents them)."""
     with _lock:
         s = dict(_stats)
         s["op_counts"] = dict(_stats["op_counts"])

@@ -21,6 +21,7 @@
 #include "backend/pipeline/compile_settings.h"
 #include "backend/bindings/external_op_bindings.h"
 #include "backend/bindings/attention_bindings.h"
+#include "backend/bindings/stats_bindings.h"
 #include "runtime/host_heap.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/rule.h"
@@ -62,27 +63,6 @@ py::dict runtime_info() {
   return d;
 }
 
-// The persistent compile cache's counters (see runtime/compile_cache.h).
-// Zeros before the runtime starts (nothing compiled yet).
-void add_disk_cache_info(py::dict& d) {
-  runtime::CompileCacheStats s;
-  int64_t bytes = 0, entries = 0;
-  if (runtime::Runtime::IsInitialized()) {
-    auto& cache = rt().compile_cache();
-    s = cache.stats();
-    cache.Usage(&bytes, &entries);
-  }
-  d["disk_hits"] = s.hits;
-  d["disk_misses"] = s.misses;
-  d["disk_rejected"] = s.rejected;
-  d["disk_writes"] = s.writes;
-  d["disk_evictions"] = s.evictions;
-  d["disk_bytes"] = bytes;
-  d["disk_entries"] = entries;
-  d["disk_load_seconds"] = s.load_seconds;
-  d["disk_store_seconds"] = s.store_seconds;
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -92,6 +72,7 @@ PYBIND11_MODULE(_C, m) {
   backend::bind_compile_settings(m);
   backend::bind_external_ops(m);
   backend::bind_attention(m);
+  backend::bind_stats(m);
   backend::dist::bind_dist(m);
   m.def("_runtime_info", &runtime_info);
   m.def("_is_initialized", &runtime::Runtime::IsInitialized);
@@ -148,39 +129,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_peak_memory_stats", [](int d) { backend::runtime_for(d).reset_peak(d); });
   m.def("_memory_capacity", [](int d) { return backend::runtime_for(d).memory_capacity(d); });
   m.def("_num_ooms", [](int d) { return backend::out_of_memory_count(d); });
-  m.def("_cache_info", [] {
-    // Totals over the modes, then each mode's own counters.
-    auto as_dict = [](const backend::ModeCounters& c) {
-      py::dict m;
-      m["hits"] = c.hits;
-      m["misses"] = c.misses;
-      m["compiles"] = c.compiles;
-      m["entries"] = c.entries;
-      m["evictions"] = c.evictions;
-      m["compile_seconds"] = c.compile_seconds;
-      return m;
-    };
-    auto per_mode = backend::program_cache_stats();
-    backend::ModeCounters total;
-    py::dict modes;
-    for (size_t i = 0; i < per_mode.size(); ++i) {
-      const auto& c = per_mode[i];
-      modes[backend::program_mode_name(static_cast<backend::ProgramMode>(i))] = as_dict(c);
-      total.hits += c.hits;
-      total.misses += c.misses;
-      total.compiles += c.compiles;
-      total.entries += c.entries;
-      total.evictions += c.evictions;
-      total.compile_seconds += c.compile_seconds;
-    }
-    py::dict d = as_dict(total);
-    d["modes"] = modes;
-    auto donation = backend::donation_stats();
-    d["donated"] = donation.donated;
-    d["donation_copies"] = donation.copied;
-    add_disk_cache_info(d);
-    return d;
-  });
   m.def("_persistent_cache_dir", []() -> py::object {
     const auto& c = rt().compile_cache().config();
     return c.enabled ? py::object(py::str(c.dir)) : py::object(py::none());
@@ -198,22 +146,7 @@ PYBIND11_MODULE(_C, m) {
     static const std::string backward = "backward";
     backend::fused::flush(reason == backward ? "backward" : "python");
   });
-  m.def("_fused_stats", [] {
-    auto s = backend::fused::stats();
-    py::dict d;
-    d["ops"] = s.ops;
-    d["clusters"] = s.clusters;
-    const auto programs = backend::program_cache_stats()[static_cast<size_t>(backend::ProgramMode::Fused)];
-    d["compiles"] = programs.compiles;
-    d["hits"] = programs.hits;
-    d["empty"] = s.empty;
-    d["compile_seconds"] = programs.compile_seconds;
-    d["pending_ops"] = s.pending_ops;
-    d["flush_reasons"] = s.flush_reasons;
-    return d;
-  });
   m.def("_reset_fused_stats", &backend::fused::reset_stats);
-  m.def("_fallback_ops", &backend::fallback_counts);
   m.def("_reset_fallback_ops", &backend::reset_fallback_counts);
   m.def("_set_fallback_mode", &backend::set_fallback_mode);
   m.def("_fallback_mode", &backend::fallback_mode);

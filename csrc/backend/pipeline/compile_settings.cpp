@@ -6,7 +6,6 @@
 #include <string>
 
 #include "runtime/runtime.h"
-#include "runtime/shared_cache.h"
 
 namespace tt::backend {
 namespace {
@@ -31,24 +30,6 @@ void bind_compile_settings(pybind11::module_& m) {
     for (const auto& e : program_cache_entries())
       out.append(pybind11::make_tuple(pybind11::bytes(e.key), program_mode_name(e.mode), e.reads));
     return out;
-  });
-  m.def("_shared_cache_info", []() -> pybind11::object {
-    runtime::Runtime::Get();  // the tier is used once the runtime compiles
-    runtime::CompileCache* shared = runtime::SharedCompileCache();
-    if (!shared) return pybind11::none();
-    auto s = shared->stats();
-    int64_t bytes = 0, entries = 0;
-    shared->Usage(&bytes, &entries);
-    pybind11::dict d;
-    d["dir"] = shared->config().dir;
-    d["hits"] = s.hits;
-    d["misses"] = s.misses;
-    d["rejected"] = s.rejected;
-    d["writes"] = s.writes;
-    d["write_errors"] = s.write_errors;
-    d["bytes"] = bytes;
-    d["entries"] = entries;
-    return d;
   });
   m.def("_xla_optimization_level", [] { return runtime::CurrentCompileOverrides().optimization_level; });
   m.def("_set_xla_optimization_level", [](int level) {
