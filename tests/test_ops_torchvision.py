@@ -1,6 +1,7 @@
 """torchvision's detection ops on tpu against torchvision's CPU kernels.
 
-roi_align and roi_pool (forward and backward) and nms have tpu lowering rules
+roi_align, ps_roi_align, roi_pool and ps_roi_pool (forward and backward)
+and nms have tpu lowering rules
 (csrc/lowering/ops/torchvision_*.cpp); conftest makes any CPU fallback an
 error, and each test also asserts that none was counted. torchvision loads
 only beside torch 2.14's CUDA build, so this file runs in .venv-2.14
@@ -13,7 +14,7 @@ import torch_tpu
 
 torchvision = pytest.importorskip(
     "torchvision", reason="torchvision is installed only in the torch 2.14 environment (.venv-2.14)")
-from torchvision.ops import nms, roi_align, roi_pool  # noqa: E402
+from torchvision.ops import nms, ps_roi_align, ps_roi_pool, roi_align, roi_pool  # noqa: E402
 
 DEV = "tpu"
 
@@ -67,6 +68,27 @@ def test_roi_align_forward_backward(dtype, shape, aligned, sampling_ratio):
     torch.testing.assert_close(xt.grad.cpu(), xc.grad, **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHAPES[:2], ids=lambda s: "x".join(map(str, s[:5])))
+@pytest.mark.parametrize("sampling_ratio", [2, 0])
+def test_ps_roi_align_forward_backward(dtype, shape, sampling_ratio):
+    n, c, h, w, k, out, scale = shape
+    c = 2 * out[0] * out[1]  # two output channels
+    gen = torch.Generator().manual_seed(n * 7 + k)
+    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
+    rois = _rois(k, n, h, w, scale, gen, dtype)[3:]  # boxes of positive size (an empty grid divides by 0)
+    xc = x.clone().requires_grad_()
+    xt = x.to(DEV).requires_grad_()
+    ref = ps_roi_align(xc, rois, out, scale, sampling_ratio)
+    got = ps_roi_align(xt, rois.to(DEV), out, scale, sampling_ratio)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(got.cpu(), ref, **tol)
+    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
+    ref.backward(g)
+    got.backward(g.to(DEV))
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **tol)
+
+
 def test_roi_align_large_roi_adaptive_grid():
     """sampling_ratio <= 0: a box far larger than the pooled size samples
     ceil(roi / pooled) points per bin side, different per box."""
@@ -111,6 +133,25 @@ def test_roi_pool_forward_backward(dtype, shape):
     _, ref_arg = torch.ops.torchvision.roi_pool(x, rois, scale, *out)
     _, got_arg = torch.ops.torchvision.roi_pool(x.to(DEV), rois.to(DEV), scale, *out)
     assert torch.equal(got_arg.cpu(), ref_arg)
+    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
+    ref.backward(g)
+    got.backward(g.to(DEV))
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
+def test_ps_roi_pool_forward_backward(dtype, shape):
+    n, c, h, w, k, out, scale = shape
+    c = 2 * out[0] * out[1]
+    gen = torch.Generator().manual_seed(n * 5 + k)
+    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
+    rois = _rois(k, n, h, w, scale, gen, dtype)
+    xc = x.clone().requires_grad_()
+    xt = x.to(DEV).requires_grad_()
+    ref = ps_roi_pool(xc, rois, out, scale)
+    got = ps_roi_pool(xt, rois.to(DEV), out, scale)
+    torch.testing.assert_close(got.cpu(), ref)
     g = torch.randn(ref.shape, generator=gen, dtype=dtype)
     ref.backward(g)
     got.backward(g.to(DEV))

@@ -1,4 +1,4 @@
-// torchvision::roi_align and torchvision::_roi_align_backward.
+// torchvision::roi_align, torchvision::ps_roi_align and their backward ops.
 //
 // Each output bin [k, c, ph, pw] averages grid_h x grid_w bilinear samples of
 // input[batch(k), c] inside the bin. The grid is sampling_ratio per side, or,
@@ -13,7 +13,10 @@
 // Coordinates follow torchvision's CPU kernel (roi_align_kernel.cpp): the
 // ROI is scaled and shifted by 0.5 when aligned, widened to at least 1 when
 // not; samples outside [-1, size] read zero, others clamp into the input;
-// all arithmetic in the input's dtype.
+// all arithmetic in the input's dtype. ps_roi_align (position-sensitive)
+// is the aligned form whose output channel c of bin (ph, pw) reads input
+// channel (c * PH + ph) * PW + pw, and whose average divides by
+// grid_h * grid_w unclamped (ps_roi_align_kernel.cpp).
 #include <cmath>
 
 #include "lowering/helpers.h"
@@ -29,6 +32,8 @@ struct RoiAlign {
   int64_t sampling_ratio;
   bool aligned;
   DType t;
+  bool position_sensitive = false;
+  int64_t C_out = 0;  // position-sensitive: C / (PH * PW)
 };
 
 void check_rois(const Value& rois) {
@@ -172,7 +177,9 @@ Taps taps(Builder& b, const RoiAlign& r, const Geometry& g, Value iy, Value ix) 
 // [K] count of samples per bin, max(grid_h * grid_w, 1), as the dtype.
 Value sample_count(Builder& b, const RoiAlign& r, const Geometry& g) {
   Shape k{r.K};
-  return b.convert(b.max(b.mul(g.grid_h, g.grid_w), b.constant_int(1, DType::S64, k)), r.t);
+  Value n = b.mul(g.grid_h, g.grid_w);
+  if (!r.position_sensitive) n = b.max(n, b.constant_int(1, DType::S64, k));
+  return b.convert(n, r.t);
 }
 
 hlo::Builder::GatherDims tap_gather_dims() {
@@ -258,8 +265,109 @@ Values roi_align_backward(Builder& b, const Args& a, const Context& c) {
   return {b.transpose(acc, {0, 3, 1, 2})};
 }
 
+// Position-sensitive taps: gather/scatter indices [K, C_out, PH, PW, 4]
+// (batch, input channel, y, x) into [N, C, H, W] and weights [K, C_out, PH, PW].
+Taps ps_taps(Builder& b, const RoiAlign& r, const Taps& tp) {
+  Shape kcpp{r.K, r.C_out, r.PH, r.PW}, kcpp1{r.K, r.C_out, r.PH, r.PW, 1};
+  Value cin = b.add(b.mul(b.add(b.mul(b.iota(Type{DType::S64, kcpp}, 1), b.constant_int(r.PH, DType::S64, kcpp)),
+                                b.iota(Type{DType::S64, kcpp}, 2)),
+                          b.constant_int(r.PW, DType::S64, kcpp)),
+                    b.iota(Type{DType::S64, kcpp}, 3));
+  Taps out;
+  for (size_t j = 0; j < tp.idx.size(); ++j) {
+    Value idx = b.broadcast_in_dim(tp.idx[j], {r.K, r.C_out, r.PH, r.PW, 3}, {0, 2, 3, 4});
+    Value bi = b.slice(idx, {0, 0, 0, 0, 0}, {r.K, r.C_out, r.PH, r.PW, 1});
+    Value yx = b.slice(idx, {0, 0, 0, 0, 1}, {r.K, r.C_out, r.PH, r.PW, 3});
+    out.idx.push_back(b.concatenate({bi, b.reshape(cin, kcpp1), yx}, 4));
+    out.w.push_back(b.broadcast_in_dim(tp.w[j], kcpp, {0, 2, 3}));
+  }
+  return out;
+}
+
+hlo::Builder::GatherDims point_gather_dims() {
+  hlo::Builder::GatherDims dn;
+  dn.collapsed_slice_dims = {0, 1, 2, 3};
+  dn.start_index_map = {0, 1, 2, 3};
+  dn.index_vector_dim = 4;
+  return dn;
+}
+
+hlo::Builder::ScatterDims point_scatter_dims() {
+  hlo::Builder::ScatterDims dn;
+  dn.inserted_window_dims = {0, 1, 2, 3};
+  dn.scatter_dims_to_operand_dims = {0, 1, 2, 3};
+  dn.index_vector_dim = 4;
+  return dn;
+}
+
+RoiAlign ps_setup(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t PH, int64_t PW, double scale,
+                  int64_t sampling_ratio, DType t) {
+  if (PH <= 0 || PW <= 0 || C % (PH * PW) != 0)
+    throw InvalidArgument("input channels must be a multiple of pooling height * pooling width");
+  RoiAlign r{N, C, H, W, K, PH, PW, scale, sampling_ratio, true, t};
+  r.position_sensitive = true;
+  r.C_out = C / (PH * PW);
+  return r;
+}
+
+// ps_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio)
+//   -> (output, channel_mapping)
+Values ps_roi_align(Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value(), rois = a[1].value();
+  check_rois(rois);
+  if (x.rank() != 4) throw InvalidArgument("ps_roi_align: input must be 4-D [N, C, H, W]");
+  RoiAlign r = ps_setup(x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], rois.shape()[0], a[3].i, a[4].i,
+                        a[2].d, a[5].i, x.dtype());
+  check_dtype(r.t, "ps_roi_align");
+  Shape out{r.K, r.C_out, r.PH, r.PW};
+  Value mapping = b.add(b.mul(b.add(b.mul(b.iota(Type{DType::S64, out}, 1), b.constant_int(r.PH, DType::S64, out)),
+                                    b.iota(Type{DType::S64, out}, 2)),
+                              b.constant_int(r.PW, DType::S64, out)),
+                        b.iota(Type{DType::S64, out}, 3));
+  mapping = b.convert(mapping, DType::S32);  // torchvision's channel_mapping is int32
+  if (numel(out) == 0 || x.type.numel() == 0) return {full(b, 0, r.t, out), mapping};
+  rois = b.convert(rois, r.t);
+  Geometry g = geometry(b, r, rois);
+  Value acc = sample_loop(b, r, g, full(b, 0, r.t, out), x,
+                          [r](Builder& bb, Value acc, Value src, const Geometry& g, Value iy, Value ix) {
+                            Taps tp = ps_taps(bb, r, taps(bb, r, g, iy, ix));
+                            Shape o{r.K, r.C_out, r.PH, r.PW};
+                            for (size_t j = 0; j < 4; ++j)
+                              acc = bb.add(acc, bb.mul(bb.gather(src, tp.idx[j], point_gather_dims(), {1, 1, 1, 1}, o),
+                                                       tp.w[j]));
+                            return acc;
+                          });
+  return {b.div(acc, b.broadcast_in_dim(sample_count(b, r, g), out, {0})), mapping};
+}
+
+// _ps_roi_align_backward(grad, rois, channel_mapping, spatial_scale, pooled_height,
+//   pooled_width, sampling_ratio, batch_size, channels, height, width)
+Values ps_roi_align_backward(Builder& b, const Args& a, const Context& c) {
+  Value grad = a[0].value(), rois = a[1].value();
+  check_rois(rois);
+  RoiAlign r = ps_setup(a[7].i, a[8].i, a[9].i, a[10].i, rois.shape()[0], a[4].i, a[5].i, a[3].d, a[6].i,
+                        grad.dtype());
+  check_dtype(r.t, "ps_roi_align_backward");
+  Shape in_shape{r.N, r.C, r.H, r.W}, out{r.K, r.C_out, r.PH, r.PW};
+  if (numel(in_shape) == 0 || grad.type.numel() == 0) return {full(b, 0, r.t, in_shape)};
+  rois = b.convert(rois, r.t);
+  Geometry g = geometry(b, r, rois);
+  Value gs = b.div(grad, b.broadcast_in_dim(sample_count(b, r, g), out, {0}));
+  Value acc = sample_loop(b, r, g, full(b, 0, r.t, in_shape), gs,
+                          [r](Builder& bb, Value acc, Value src, const Geometry& g, Value iy, Value ix) {
+                            Taps tp = ps_taps(bb, r, taps(bb, r, g, iy, ix));
+                            for (size_t j = 0; j < 4; ++j)
+                              acc = bb.scatter(acc, tp.idx[j], bb.mul(src, tp.w[j]), point_scatter_dims(),
+                                               add_body(r.t));
+                            return acc;
+                          });
+  return {acc};
+}
+
 TT_RULE({"torchvision::roi_align"}, roi_align);
 TT_RULE({"torchvision::_roi_align_backward"}, roi_align_backward);
+TT_RULE({"torchvision::ps_roi_align"}, ps_roi_align);
+TT_RULE({"torchvision::_ps_roi_align_backward"}, ps_roi_align_backward);
 
 }  // namespace
 }  // namespace tt::lowering

@@ -1,5 +1,6 @@
-// torchvision::roi_pool (max over each bin, with the argmax) and
-// torchvision::_roi_pool_backward (the gradient scattered to the argmax).
+// torchvision::roi_pool (max over each bin, with the argmax),
+// torchvision::_roi_pool_backward (the gradient scattered to the argmax),
+// and the position-sensitive ps_roi_pool (average) with its backward.
 //
 // A bin covers input rows [hstart, hend) and columns [wstart, wend), bounds
 // from the rounded, scaled ROI as in torchvision's CPU kernel
@@ -10,7 +11,9 @@
 // so far (the first maximum in row-major order wins, as on the CPU). An
 // empty bin gives 0 with argmax -1.
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <utility>
 
 #include "lowering/helpers.h"
 
@@ -34,22 +37,27 @@ struct Bounds {
   Value start, end;
 };
 
-Bounds bin_bounds(Builder& b, const RoiPool& r, Value lo_coord, Value hi_coord, int64_t P, int64_t size) {
+// `plus_one`: roi_pool counts the rounded ROI's end pixel (ps_roi_pool does
+// not); bounds are clipped into [0, top].
+Bounds bin_bounds(Builder& b, const RoiPool& r, Value lo_coord, Value hi_coord, int64_t P, int64_t top,
+                  bool plus_one = true) {
   const int64_t K = r.K;
   Shape k{K}, kp{K, P};
   auto scaled = [&](Value v) {
     return b.convert(b.unary("stablehlo.round_nearest_afz", b.mul(v, b.constant(r.scale, r.t, k))), DType::S64);
   };
   Value s = scaled(lo_coord), e = scaled(hi_coord);
-  Value len = b.max(b.add(b.sub(e, s), b.constant_int(1, DType::S64, k)), b.constant_int(1, DType::S64, k));
+  Value len = b.sub(e, s);
+  if (plus_one) len = b.add(len, b.constant_int(1, DType::S64, k));
+  len = b.max(len, b.constant_int(1, DType::S64, k));
   Value bin = b.div(b.convert(len, r.t), b.constant(static_cast<double>(P), r.t, k));  // [K]
   Value p = b.convert(b.iota(Type{DType::S64, kp}, 1), r.t);
   Value binp = b.broadcast_in_dim(bin, kp, {0});
   Value start = b.convert(b.unary("stablehlo.floor", b.mul(p, binp)), DType::S64);
   Value end = b.convert(b.unary("stablehlo.ceil", b.mul(b.add(p, b.constant(1, r.t, kp)), binp)), DType::S64);
   Value off = b.broadcast_in_dim(s, kp, {0});
-  Value zero = b.constant_int(0, DType::S64, kp), top = b.constant_int(size, DType::S64, kp);
-  return {b.clamp(zero, b.add(start, off), top), b.clamp(zero, b.add(end, off), top)};
+  Value zero = b.constant_int(0, DType::S64, kp), hi = b.constant_int(top, DType::S64, kp);
+  return {b.clamp(zero, b.add(start, off), hi), b.clamp(zero, b.add(end, off), hi)};
 }
 
 Value column(Builder& b, Value rois, int64_t j) {
@@ -67,7 +75,7 @@ Values roi_pool(Builder& b, const Args& a, const Context&) {
   if (!hlo::is_float(r.t)) throw NotImplementedForDtype("roi_pool not implemented for an integer dtype");
   Shape out{r.K, r.C, r.PH, r.PW};
   if (numel(out) == 0 || x.type.numel() == 0)
-    return {full(b, 0, r.t, out), full(b, -1, DType::S64, out)};
+    return {full(b, 0, r.t, out), full(b, -1, DType::S32, out)};
   rois = b.convert(rois, r.t);
   Bounds hb = bin_bounds(b, r, column(b, rois, 2), column(b, rois, 4), r.PH, r.H);
   Bounds wb = bin_bounds(b, r, column(b, rois, 1), column(b, rois, 3), r.PW, r.W);
@@ -124,13 +132,14 @@ Values roi_pool(Builder& b, const Args& a, const Context&) {
                       b.compare(b.broadcast_in_dim(wb.end, kpp, {0, 2}), b.broadcast_in_dim(wb.start, kpp, {0, 2}),
                                 Cmp::LE));
   Value val = b.select(b.broadcast_in_dim(empty, kppc, {0, 1, 2}), full(b, 0, r.t, kppc), out_state[3]);
-  return {b.transpose(val, {0, 3, 1, 2}), b.transpose(arg, {0, 3, 1, 2})};
+  // torchvision's argmax is int32 (a flat index into one H x W plane).
+  return {b.transpose(val, {0, 3, 1, 2}), b.convert(b.transpose(arg, {0, 3, 1, 2}), DType::S32)};
 }
 
 // _roi_pool_backward(grad, rois, argmax, spatial_scale, pooled_height,
 //                    pooled_width, batch_size, channels, height, width)
 Values roi_pool_backward(Builder& b, const Args& a, const Context&) {
-  Value grad = a[0].value(), rois = a[1].value(), arg = a[2].value();
+  Value grad = a[0].value(), rois = a[1].value(), arg = b.convert(a[2].value(), DType::S64);
   check_rois(rois);
   const int64_t N = a[6].i, C = a[7].i, H = a[8].i, W = a[9].i, K = rois.shape()[0];
   const int64_t PH = a[4].i, PW = a[5].i;
@@ -156,8 +165,143 @@ Values roi_pool_backward(Builder& b, const Args& a, const Context&) {
   return {b.reshape(acc, in_shape)};
 }
 
+// ps_roi_pool: the average over each bin of input channel
+// (c * PH + ph) * PW + pw for output channel c. torchvision's CPU kernel
+// clips the forward's bin bounds to size - 1 and the backward's to size
+// (ps_roi_pool_kernel.cpp); both are followed here.
+struct PsPool {
+  RoiPool r;
+  int64_t C_out;
+};
+
+PsPool ps_setup(RoiPool r) {
+  if (r.PH <= 0 || r.PW <= 0 || r.C % (r.PH * r.PW) != 0)
+    throw InvalidArgument("input channels must be a multiple of pooling height * pooling width");
+  return {r, r.C / (r.PH * r.PW)};
+}
+
+Value default_mapping(Builder& b, const Shape& out, int64_t PH, int64_t PW) {
+  auto io = [&](int64_t d) { return b.iota(Type{DType::S64, out}, d); };
+  auto k = [&](int64_t v) { return b.constant_int(v, DType::S64, out); };
+  return b.add(b.mul(b.add(b.mul(io(1), k(PH)), io(2)), k(PW)), io(3));
+}
+
+// The while loop over window offsets shared by forward and backward:
+// state {s, total, mw, acc, src, hstart, hend, wstart, wend, batch, cin};
+// `step` gets (acc, src, point indices [K, C_out, PH, PW, 4], inside).
+using PsStep = std::function<Value(Builder&, Value acc, Value src, Value idx, Value inside)>;
+
+Value ps_window_loop(Builder& b, const PsPool& p, const Bounds& hb, const Bounds& wb, Value batch, Value cin,
+                     Value acc0, Value src, const PsStep& step) {
+  Value zero = b.constant_int(0, DType::S64);
+  Value mh = b.max(reduce_max(b, b.sub(hb.end, hb.start), {0, 1}), zero);
+  Value mw = b.max(reduce_max(b, b.sub(wb.end, wb.start), {0, 1}), zero);
+  const PsPool pp = p;
+  Values out = b.while_loop(
+      {zero, b.mul(mh, mw), mw, acc0, src, hb.start, hb.end, wb.start, wb.end, batch, cin},
+      [](Builder& bb, const Values& st) { return Values{bb.compare(st[0], st[1], Cmp::LT)}; },
+      [pp, step](Builder& bb, const Values& st) {
+        const RoiPool& r = pp.r;
+        Shape o{r.K, pp.C_out, r.PH, r.PW}, o1{r.K, pp.C_out, r.PH, r.PW, 1};
+        Value dh = bb.div(st[0], st[2]), dw = bb.binary("stablehlo.remainder", st[0], st[2]);
+        Value h = bb.broadcast_in_dim(bb.add(st[5], bb.broadcast_in_dim(dh, {r.K, r.PH}, {})), o, {0, 2});
+        Value w = bb.broadcast_in_dim(bb.add(st[7], bb.broadcast_in_dim(dw, {r.K, r.PW}, {})), o, {0, 3});
+        Value inside = bb.and_(bb.compare(h, bb.broadcast_in_dim(st[6], o, {0, 2}), Cmp::LT),
+                               bb.compare(w, bb.broadcast_in_dim(st[8], o, {0, 3}), Cmp::LT));
+        auto clampi = [&](Value v, int64_t hi) {
+          return bb.clamp(bb.constant_int(0, DType::S64, o), v, bb.constant_int(hi - 1, DType::S64, o));
+        };
+        Value idx = bb.concatenate({bb.reshape(bb.broadcast_in_dim(st[9], o, {0}), o1),
+                                    bb.reshape(clampi(st[10], r.C), o1), bb.reshape(clampi(h, r.H), o1),
+                                    bb.reshape(clampi(w, r.W), o1)},
+                                   4);
+        Values next = st;
+        next[0] = bb.add(st[0], bb.constant_int(1, DType::S64));
+        next[3] = step(bb, st[3], st[4], idx, inside);
+        return next;
+      });
+  return out[3];
+}
+
+// [K, C_out, PH, PW]: whether each bin is empty, and its area as the dtype.
+std::pair<Value, Value> bin_area(Builder& b, const PsPool& p, const Bounds& hb, const Bounds& wb) {
+  const RoiPool& r = p.r;
+  Shape o{r.K, p.C_out, r.PH, r.PW};
+  Value dh = b.broadcast_in_dim(b.sub(hb.end, hb.start), o, {0, 2});
+  Value dw = b.broadcast_in_dim(b.sub(wb.end, wb.start), o, {0, 3});
+  Value zero = b.constant_int(0, DType::S64, o);
+  Value empty = b.or_(b.compare(dh, zero, Cmp::LE), b.compare(dw, zero, Cmp::LE));
+  return {empty, b.convert(b.mul(dh, dw), r.t)};
+}
+
+Value batch_index(Builder& b, const RoiPool& r, Value rois) {
+  Shape k{r.K};
+  return b.clamp(b.constant_int(0, DType::S64, k), b.convert(column(b, rois, 0), DType::S64),
+                 b.constant_int(r.N - 1, DType::S64, k));
+}
+
+// ps_roi_pool(input, rois, spatial_scale, pooled_height, pooled_width) -> (output, channel_mapping)
+Values ps_roi_pool(Builder& b, const Args& a, const Context&) {
+  Value x = a[0].value(), rois = a[1].value();
+  check_rois(rois);
+  if (x.rank() != 4) throw InvalidArgument("ps_roi_pool: input must be 4-D [N, C, H, W]");
+  PsPool p = ps_setup(RoiPool{x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], rois.shape()[0], a[3].i,
+                              a[4].i, a[2].d, x.dtype()});
+  const RoiPool& r = p.r;
+  if (!hlo::is_float(r.t)) throw NotImplementedForDtype("ps_roi_pool only supports float and double types");
+  Shape out{r.K, p.C_out, r.PH, r.PW};
+  Value cin = default_mapping(b, out, r.PH, r.PW);
+  Value mapping = b.convert(cin, DType::S32);
+  if (numel(out) == 0 || x.type.numel() == 0) return {full(b, 0, r.t, out), mapping};
+  rois = b.convert(rois, r.t);
+  Bounds hb = bin_bounds(b, r, column(b, rois, 2), column(b, rois, 4), r.PH, r.H - 1, false);
+  Bounds wb = bin_bounds(b, r, column(b, rois, 1), column(b, rois, 3), r.PW, r.W - 1, false);
+  Value sum = ps_window_loop(b, p, hb, wb, batch_index(b, r, rois), cin, full(b, 0, r.t, out), x,
+                             [out](Builder& bb, Value acc, Value src, Value idx, Value inside) {
+                               hlo::Builder::GatherDims dn;
+                               dn.collapsed_slice_dims = {0, 1, 2, 3};
+                               dn.start_index_map = {0, 1, 2, 3};
+                               dn.index_vector_dim = 4;
+                               Value v = bb.gather(src, idx, dn, {1, 1, 1, 1}, out);
+                               return bb.add(acc, bb.select(inside, v, full(bb, 0, acc.dtype(), out)));
+                             });
+  auto [empty, area] = bin_area(b, p, hb, wb);
+  return {b.select(empty, full(b, 0, r.t, out), b.div(sum, area)), mapping};
+}
+
+// _ps_roi_pool_backward(grad, rois, channel_mapping, spatial_scale, pooled_height,
+//   pooled_width, batch_size, channels, height, width)
+Values ps_roi_pool_backward(Builder& b, const Args& a, const Context&) {
+  Value grad = a[0].value(), rois = a[1].value();
+  check_rois(rois);
+  PsPool p = ps_setup(RoiPool{a[6].i, a[7].i, a[8].i, a[9].i, rois.shape()[0], a[4].i, a[5].i, a[3].d, grad.dtype()});
+  const RoiPool& r = p.r;
+  Shape in_shape{r.N, r.C, r.H, r.W}, out{r.K, p.C_out, r.PH, r.PW};
+  if (numel(in_shape) == 0 || grad.type.numel() == 0) return {full(b, 0, r.t, in_shape)};
+  rois = b.convert(rois, r.t);
+  Bounds hb = bin_bounds(b, r, column(b, rois, 2), column(b, rois, 4), r.PH, r.H, false);
+  Bounds wb = bin_bounds(b, r, column(b, rois, 1), column(b, rois, 3), r.PW, r.W, false);
+  auto [empty, area] = bin_area(b, p, hb, wb);
+  Value diff = b.select(empty, full(b, 0, r.t, out), b.div(grad, area));
+  Value cin = b.convert(a[2].value(), DType::S64);
+  Value acc = ps_window_loop(b, p, hb, wb, batch_index(b, r, rois), cin, full(b, 0, r.t, in_shape), diff,
+                             [out](Builder& bb, Value acc, Value src, Value idx, Value inside) {
+                               hlo::Builder::ScatterDims dn;
+                               dn.inserted_window_dims = {0, 1, 2, 3};
+                               dn.scatter_dims_to_operand_dims = {0, 1, 2, 3};
+                               dn.index_vector_dim = 4;
+                               Value u = bb.select(inside, src, full(bb, 0, src.dtype(), out));
+                               return bb.scatter(acc, idx, u, dn, [](Builder& b2, const Values& v) {
+                                 return Values{b2.add(v[0], v[1])};
+                               });
+                             });
+  return {acc};
+}
+
 TT_RULE({"torchvision::roi_pool"}, roi_pool);
 TT_RULE({"torchvision::_roi_pool_backward"}, roi_pool_backward);
+TT_RULE({"torchvision::ps_roi_pool"}, ps_roi_pool);
+TT_RULE({"torchvision::_ps_roi_pool_backward"}, ps_roi_pool_backward);
 
 }  // namespace
 }  // namespace tt::lowering
