@@ -1,7 +1,7 @@
 """torchvision's detection ops on tpu against torchvision's CPU kernels.
 
-roi_align, ps_roi_align, roi_pool and ps_roi_pool (forward and backward)
-and nms have tpu lowering rules
+roi_align, ps_roi_align, roi_pool, ps_roi_pool and deform_conv2d (forward
+and backward) and nms have tpu lowering rules
 (csrc/lowering/ops/torchvision_*.cpp); conftest makes any CPU fallback an
 error, and each test also asserts that none was counted. torchvision loads
 only beside torch 2.14's CUDA build, so this file runs in .venv-2.14
@@ -14,7 +14,7 @@ import torch_tpu
 
 torchvision = pytest.importorskip(
     "torchvision", reason="torchvision is installed only in the torch 2.14 environment (.venv-2.14)")
-from torchvision.ops import nms, ps_roi_align, ps_roi_pool, roi_align, roi_pool  # noqa: E402
+from torchvision.ops import deform_conv2d, nms, ps_roi_align, ps_roi_pool, roi_align, roi_pool  # noqa: E402
 
 DEV = "tpu"
 
@@ -198,3 +198,46 @@ def test_nms_second_call_compiles_nothing():
     before = torch_tpu.cache_info()["compiles"]
     nms(boxes, scores, 0.5)
     assert torch_tpu.cache_info()["compiles"] == before
+
+
+# (N, C, H, W, Cout, kernel, stride, padding, dilation, groups, offset_groups)
+DEFORM = [
+    (1, 2, 5, 5, 3, (3, 3), 1, 1, 1, 1, 1),
+    (2, 4, 6, 7, 4, (2, 3), (2, 1), (0, 1), (1, 2), 2, 2),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("case", DEFORM, ids=lambda c: "x".join(map(str, c[:5])))
+@pytest.mark.parametrize("use_mask", [True, False])
+def test_deform_conv2d_forward_backward(dtype, case, use_mask):
+    n, c, h, w, cout, (kh, kw), stride, padding, dilation, groups, og = case
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)  # noqa: E731
+    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
+    ho = (h + 2 * ph - (dh * (kh - 1) + 1)) // sh + 1
+    wo = (w + 2 * pw - (dw * (kw - 1) + 1)) // sw + 1
+    gen = torch.Generator().manual_seed(c * 10 + h)
+    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
+    weight = torch.randn(cout, c // groups, kh, kw, generator=gen, dtype=dtype)
+    offset = torch.randn(n, og * 2 * kh * kw, ho, wo, generator=gen, dtype=dtype) * 2
+    mask = torch.rand(n, og * kh * kw, ho, wo, generator=gen, dtype=dtype) if use_mask else None
+    bias = torch.randn(cout, generator=gen, dtype=dtype)
+    cpu_args = [t.clone().requires_grad_() if t is not None else None for t in (x, offset, weight, bias, mask)]
+    tpu_args = [t.to(DEV).requires_grad_() if t is not None else None for t in (x, offset, weight, bias, mask)]
+    kw_ = dict(stride=stride, padding=padding, dilation=dilation)
+    ref = deform_conv2d(*cpu_args[:4], mask=cpu_args[4], **kw_)
+    got = deform_conv2d(*tpu_args[:4], mask=tpu_args[4], **kw_)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(got.cpu(), ref, **tol)
+    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
+    ref.backward(g)
+    got.backward(g.to(DEV))
+    for name, a, b in zip(("input", "offset", "weight", "bias", "mask"), tpu_args, cpu_args):
+        if b is not None:
+            torch.testing.assert_close(a.grad.cpu(), b.grad, **tol, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_deform_conv2d_bad_offset_raises():
+    x, weight = torch.randn(1, 2, 5, 5, device=DEV), torch.randn(3, 2, 3, 3, device=DEV)
+    with pytest.raises(RuntimeError):
+        deform_conv2d(x, torch.zeros(1, 5, 3, 3, device=DEV), weight)
