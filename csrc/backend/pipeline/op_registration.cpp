@@ -98,7 +98,9 @@ void register_lowered_ops() {
   std::vector<c10::OperatorHandle> all;
   for (const auto& name : d.getAllOpNames()) {
     auto op = d.findOp(name);
-    if (!op) continue;
+    // An operator with kernels but no schema yet (a library's, registered
+    // by name before it loads) has nothing to derive.
+    if (!op || !op->hasSchema()) continue;
     all.push_back(*op);
     const lowering::Rule* r = lowering::find_rule(full_name(name));
     if (r && !r->graph_only) functional_by_base[name.name].push_back(*op);
