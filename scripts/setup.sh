@@ -65,6 +65,12 @@ $PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&
 (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu") || { echo "torch_tpu failed to import after the build" >&2; exit 1; }
 echo "torch_tpu built and installed in $(( $(date +%s) - start ))s ($VENV, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null))"
 
+if [ "$TORCH_LINE" = 2.14 ]; then
+  # --no-deps: torch must stay as installed; its other needs (numpy, pillow) are pinned in the file.
+  $PIP install -q --disable-pip-version-check --no-deps -r requirements-vision.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  (cd / && "$OLDPWD/$VENV/bin/python" -c "import torchvision.ops") || { echo "torchvision does not import in $VENV" >&2; exit 1; }
+fi
+
 if [ "$JAX" = 1 ]; then
   # --no-deps: jax's dependencies are pinned in the file (no resolver run).
   $PIP install -q --disable-pip-version-check --no-deps -r requirements-jax.txt 2>&1 | { grep -v "^WARNING: Location" || true; }

@@ -38,6 +38,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 # Not supported by design, with the reason. Keys are op keys (name[.variant]).
 _COMPLEX32 = "complex32 (chalf); tpu stores complex64 and complex128 only"
 _SPARSE = "sparse layouts; tpu tensors are dense (strided) only"
+# Ops outside PyTorch's OpInfo database with tpu rules and tests of their own.
+OUTSIDE_OPINFO = ("Outside OpInfo: torchvision's detection ops `nms`, `roi_align`, `ps_roi_align` and "
+                  "`deform_conv2d` (forward and backward) are native on tpu in the torch 2.14 environment "
+                  "(tests/test_ops_torchvision.py); `roi_pool` and `ps_roi_pool` still fall back to the CPU.")
 UNSUPPORTED = {
     "chalf": _COMPLEX32,
     **{k: _SPARSE for k in ("to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm")},
@@ -404,7 +408,7 @@ def report(results, args, seconds):
             out.append(f"| {dtype} | {'forward' if kind == 'fwd' else 'backward'} | {len(rs)} | "
                        f"{sum(r['samples'] for r in rs)} | {c['native']} | {c['fallback']} | {c['fail']} | "
                        f"{c['unsupported']} | **{_pct(c['native'], len(rs))}** | {_pct(c['native'], len(rs) - c['unsupported'])} |")
-    out += ["", f"{len(by)} OpInfo entries (op name and variant) in the sweep.", ""]
+    out += ["", f"{len(by)} OpInfo entries (op name and variant) in the sweep.", "", OUTSIDE_OPINFO, ""]
     if UNSUPPORTED:
         out += ["## Unsupported by design", ""] + [f"- `{k}`: {v}" for k, v in sorted(UNSUPPORTED.items())] + [""]
     cols = [(d, k) for d in args.dtypes for k in ("fwd", "bwd")]

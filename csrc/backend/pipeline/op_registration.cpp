@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backend/pipeline/executor.h"
+#include "lowering/external_op.h"
 
 namespace tt::backend {
 namespace {
@@ -61,6 +62,29 @@ bool g_done = false;
 std::vector<std::string> g_registered;
 std::vector<std::unique_ptr<torch::Library>> g_libs;
 
+// Rules for operators outside aten ("torchvision::roi_align"): their library
+// may load after torch_tpu, so the kernel is registered by name now and the
+// dispatcher binds it when the library defines the schema. Such a rule names
+// a functional overload; its library registers its own autograd kernels.
+void register_other_namespaces() {
+  std::map<std::string, torch::Library*> by_namespace;
+  for (const auto& name : lowering::rule_names(false)) {
+    auto sep = name.find("::");
+    if (sep == std::string::npos || name.rfind("aten::", 0) == 0 || lowering::is_external_op(name)) continue;
+    const std::string ns = name.substr(0, sep);
+    torch::Library*& lib = by_namespace[ns];
+    if (!lib) {
+      g_libs.push_back(std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::PrivateUse1,
+                                                       __FILE__, __LINE__));
+      lib = g_libs.back().get();
+    }
+    lib->impl(name.substr(sep + 2).c_str(),
+              torch::CppFunction::makeFromBoxedFunctor(
+                  std::make_unique<NativeKernel>(make_plan(name, lowering::find_rule(name), Mode::Functional))));
+    g_registered.push_back(name + " (functional)");
+  }
+}
+
 }  // namespace
 
 void register_lowered_ops() {
@@ -74,7 +98,9 @@ void register_lowered_ops() {
   std::vector<c10::OperatorHandle> all;
   for (const auto& name : d.getAllOpNames()) {
     auto op = d.findOp(name);
-    if (!op) continue;
+    // An operator with kernels but no schema yet (a library's, registered
+    // by name before it loads) has nothing to derive.
+    if (!op || !op->hasSchema()) continue;
     all.push_back(*op);
     const lowering::Rule* r = lowering::find_rule(full_name(name));
     if (r && !r->graph_only) functional_by_base[name.name].push_back(*op);
@@ -129,6 +155,8 @@ void register_lowered_ops() {
       g_registered.push_back(name + " -> " + full_name(f->schema().operator_name()) + " (out=)");
     }
   }
+
+  register_other_namespaces();
 }
 
 std::vector<std::string> registered_ops() {

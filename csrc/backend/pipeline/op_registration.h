@@ -2,6 +2,8 @@
 // form has a lowering rule: the functional op itself, its in-place form and
 // its out= form. Ops PyTorch decomposes for every backend
 // (CompositeImplicitAutograd) are left to that decomposition.
+// A rule for an op of another namespace ("torchvision::roi_align") becomes
+// that op's tpu kernel, functional form only, even before its library loads.
 #pragma once
 
 #include <string>
