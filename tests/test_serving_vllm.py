@@ -147,10 +147,17 @@ _GENERATE = textwrap.dedent(
             batch = [" ".join(words[i : i + length + 3 * i]) for i in range(n)]
             params = SamplingParams(temperature=0, max_tokens=5 + 3 * n, ignore_eos=True, logprobs=logprobs)
             llm.generate(batch, params, use_tqdm=False)
-        served = llm.collective_rpc(programs)[0] - warm
         seeded = SamplingParams(temperature=0.8, top_k=20, top_p=0.9, seed=7, max_tokens=6, ignore_eos=True)
         s1 = llm.generate(prompts[:2], seeded, use_tqdm=False)
+        # A mixed load: greedy, sampled (temperature, top-k, top-p alone and
+        # together) and seeded requests in the same steps, some with logprobs.
+        mixed = [SamplingParams(temperature=0, max_tokens=7, ignore_eos=True),
+                 SamplingParams(temperature=1.0, max_tokens=5, ignore_eos=True, logprobs=3),
+                 SamplingParams(temperature=0.5, top_k=3, max_tokens=9, ignore_eos=True),
+                 SamplingParams(temperature=0.9, top_p=0.5, seed=3, max_tokens=4, ignore_eos=True, logprobs=0)]
+        mixed_out = llm.generate(prompts[:4], mixed, use_tqdm=False)
         s2 = llm.generate(prompts[:2], seeded, use_tqdm=False)
+        served = llm.collective_rpc(programs)[0] - warm
         print("RESULT " + json.dumps({
             "platform": type(current_platform).__name__,
             "device": str(llm.llm_engine.vllm_config.device_config.device),
@@ -161,6 +168,7 @@ _GENERATE = textwrap.dedent(
             "again": [list(o.outputs[0].token_ids) for o in again],
             "seeded": [list(o.outputs[0].token_ids) for o in s1],
             "seeded_again": [list(o.outputs[0].token_ids) for o in s2],
+            "mixed": [list(o.outputs[0].token_ids) for o in mixed_out],
             "kv_storages": llm.collective_rpc(kv_storages)[0],
             "warm_programs": warm,
             "served_programs": served,
@@ -203,6 +211,10 @@ def test_generate_matches_hf_greedy(llama, generated):
         torch.testing.assert_close(torch.tensor(got_lp, dtype=torch.float64), want_lp, atol=1e-4, rtol=1e-4)
     assert got["seeded"] == got["seeded_again"]
     assert all(len(t) == 6 for t in got["seeded"])
+    # The greedy request of the mixed load, batched with sampled and seeded
+    # ones, still gives HF's greedy tokens.
+    assert got["mixed"][0] == expected[0][1][:7]
+    assert [len(t) for t in got["mixed"]] == [7, 5, 9, 4]
     # Each layer's KV cache is a float32 storage of its own (a step's KV write
     # then updates only that layer's buffer), not a view of one shared buffer.
     assert len(got["kv_storages"]) == 2
@@ -210,10 +222,11 @@ def test_generate_matches_hf_greedy(llama, generated):
 
 
 def test_no_programs_built_after_warm_up(generated):
-    """The warm-up (worker.py, warmup.py) built every program that greedy
-    generation needs: batches of 1 to 4 requests with prompts of 1 to 30
-    tokens (chunked into 16-token steps, some from the prefix cache), with
-    and without logprobs, build none."""
+    """The warm-up (worker.py, warmup.py) built every program that serving
+    needs: batches of 1 to 4 requests with prompts of 1 to 30 tokens
+    (chunked into 16-token steps, some from the prefix cache), with and
+    without logprobs, greedy, sampled (temperature, top-k, top-p) and
+    seeded, mixed in the same steps, build none."""
     assert generated["warm_programs"] > 0
     assert generated["served_programs"] == 0
 
