@@ -8,6 +8,7 @@ sampler rows to ``padded_num_reqs``, so that every program a step runs is one
 the warm-up (warmup.py) built."""
 
 import dataclasses
+import time
 
 import numpy as np
 import torch
@@ -21,6 +22,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from ...patches.vllm_cuda_streams import without_cuda_streams
 from ...patches.vllm_kv_cache import kv_cache_per_layer
+from . import counters
 from .attention import bucket, padded_token_count
 from .sampler import TpuTopKTopPSampler
 
@@ -87,6 +89,13 @@ class TpuModelRunner(GPUModelRunner):
         writes device slices of those counts, a program per count. The
         logits indices come padded to ``padded_num_reqs`` rows (padding rows
         read token 0; ``_sample`` drops their samples)."""
+        start = time.perf_counter()
+        try:
+            return self._prepare_inputs_timed(scheduler_output, num_scheduled_tokens)
+        finally:
+            counters.clock.add("prepare_s", time.perf_counter() - start)
+
+    def _prepare_inputs_timed(self, scheduler_output, num_scheduled_tokens):
         if not self._host_prepared():
             return super()._prepare_inputs(scheduler_output, num_scheduled_tokens)
         batch = self.input_batch
@@ -234,7 +243,9 @@ class TpuModelRunner(GPUModelRunner):
             max_num_logprobs=self.canonical_num_logprobs(metadata.max_num_logprobs))
         batch.update_async_output_token_ids()
         out = self.sampler(logits=logits, sampling_metadata=metadata)
+        start = time.perf_counter()
         out.sampled_token_ids = out.sampled_token_ids.cpu()[:num_reqs]
+        counters.clock.add("wait_s", time.perf_counter() - start)
         if out.logprobs_tensors is not None:
             lp = out.logprobs_tensors
             out.logprobs_tensors = LogprobsTensors(
