@@ -422,3 +422,49 @@ def test_attention_groups_match_reference():
         probs = scores.masked_fill(~visible, float("-inf")).softmax(-1)
         want[starts[i] : starts[i] + q_len] = (probs @ v).transpose(0, 1).reshape(q_len, heads * head)
     torch.testing.assert_close(output.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_sampler_seeded_rows_and_programs():
+    """The tpu top-k/top-p sampler (serving/vllm/sampler.py): top-k =
+    vocabulary and top-p = 1 mask nothing (the runner passes them for every
+    row of a sampled step), top-k/top-p masks equal vLLM's on the CPU, a
+    seeded row's token depends on its seed only (not on its row or on the
+    other rows), and after one step per row count, seeded rows at any
+    positions build no program."""
+    import torch_tpu
+    from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
+
+    from torch_tpu.serving.vllm.sampler import TpuTopKTopPSampler
+
+    torch.manual_seed(0)
+    vocab = 50
+    logits = torch.randn(4, vocab)
+    k = torch.tensor([vocab, 3, vocab, 7], dtype=torch.float32)
+    p = torch.tensor([1.0, 1.0, 0.6, 0.9])
+    got = apply_top_k_top_p_pytorch(logits.to("tpu"), k.to("tpu"), p.to("tpu")).cpu()
+    want = apply_top_k_top_p_pytorch(logits.clone(), k.long(), p)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got[0], logits[0])
+    assert torch.isinf(got[1]).sum() == vocab - 3
+
+    sampler = TpuTopKTopPSampler()
+
+    def draw(rows, seeded_at, seed=11):
+        gens = {}
+        for i in seeded_at:
+            g = torch.Generator(device="tpu")
+            g.manual_seed(seed)
+            gens[i] = g
+        x = logits[:1].repeat(rows, 1).to("tpu")
+        return sampler(x, gens, None, None)[0].cpu().tolist()
+
+    first = [draw(4, [0])[0] for _ in range(3)]
+    assert len(set(first)) == 1
+    draw(2, [0])
+    misses = torch_tpu.cache_info()["misses"]
+    for rows, at in ((4, [3]), (4, [1, 2]), (2, [1]), (4, [0, 1, 2, 3])):
+        out = draw(rows, at)
+        assert all(out[i] == first[0] for i in at), (rows, at, out)
+    assert torch_tpu.cache_info()["misses"] == misses
+    with pytest.raises((RuntimeError, IndexError, ValueError)):
+        sampler(logits.to("tpu"), {}, torch.ones(3, device="tpu"), None)
