@@ -266,7 +266,6 @@ def run_engine(engine, model, tok, args, workdir):
             prompts = [[make_prompt(tok, args.prompt_tokens, f"{n}-{r}-{i}") for i in range(n)]
                        for r in range(args.rounds)]
             row = load_run(server, model, prompts, args.tokens, f"{engine} N={n}", args.mixed)
-            time.sleep(0.6)  # the worker rewrites its counters at least every 0.5 s of steps
             after = server.counters()
             if after is not None:
                 row["programs"] = {k: after[k] - before[k] for k in after if not k.startswith("step_")}
