@@ -147,10 +147,17 @@ _GENERATE = textwrap.dedent(
             batch = [" ".join(words[i : i + length + 3 * i]) for i in range(n)]
             params = SamplingParams(temperature=0, max_tokens=5 + 3 * n, ignore_eos=True, logprobs=logprobs)
             llm.generate(batch, params, use_tqdm=False)
-        served = llm.collective_rpc(programs)[0] - warm
         seeded = SamplingParams(temperature=0.8, top_k=20, top_p=0.9, seed=7, max_tokens=6, ignore_eos=True)
         s1 = llm.generate(prompts[:2], seeded, use_tqdm=False)
+        # A mixed load: greedy, sampled (temperature, top-k, top-p alone and
+        # together) and seeded requests in the same steps, some with logprobs.
+        mixed = [SamplingParams(temperature=0, max_tokens=7, ignore_eos=True),
+                 SamplingParams(temperature=1.0, max_tokens=5, ignore_eos=True, logprobs=3),
+                 SamplingParams(temperature=0.5, top_k=3, max_tokens=9, ignore_eos=True),
+                 SamplingParams(temperature=0.9, top_p=0.5, seed=3, max_tokens=4, ignore_eos=True, logprobs=0)]
+        mixed_out = llm.generate(prompts[:4], mixed, use_tqdm=False)
         s2 = llm.generate(prompts[:2], seeded, use_tqdm=False)
+        served = llm.collective_rpc(programs)[0] - warm
         print("RESULT " + json.dumps({
             "platform": type(current_platform).__name__,
             "device": str(llm.llm_engine.vllm_config.device_config.device),
@@ -161,6 +168,7 @@ _GENERATE = textwrap.dedent(
             "again": [list(o.outputs[0].token_ids) for o in again],
             "seeded": [list(o.outputs[0].token_ids) for o in s1],
             "seeded_again": [list(o.outputs[0].token_ids) for o in s2],
+            "mixed": [list(o.outputs[0].token_ids) for o in mixed_out],
             "kv_storages": llm.collective_rpc(kv_storages)[0],
             "warm_programs": warm,
             "served_programs": served,
@@ -203,6 +211,10 @@ def test_generate_matches_hf_greedy(llama, generated):
         torch.testing.assert_close(torch.tensor(got_lp, dtype=torch.float64), want_lp, atol=1e-4, rtol=1e-4)
     assert got["seeded"] == got["seeded_again"]
     assert all(len(t) == 6 for t in got["seeded"])
+    # The greedy request of the mixed load, batched with sampled and seeded
+    # ones, still gives HF's greedy tokens.
+    assert got["mixed"][0] == expected[0][1][:7]
+    assert [len(t) for t in got["mixed"]] == [7, 5, 9, 4]
     # Each layer's KV cache is a float32 storage of its own (a step's KV write
     # then updates only that layer's buffer), not a view of one shared buffer.
     assert len(got["kv_storages"]) == 2
@@ -210,10 +222,11 @@ def test_generate_matches_hf_greedy(llama, generated):
 
 
 def test_no_programs_built_after_warm_up(generated):
-    """The warm-up (worker.py, warmup.py) built every program that greedy
-    generation needs: batches of 1 to 4 requests with prompts of 1 to 30
-    tokens (chunked into 16-token steps, some from the prefix cache), with
-    and without logprobs, build none."""
+    """The warm-up (worker.py, warmup.py) built every program that serving
+    needs: batches of 1 to 4 requests with prompts of 1 to 30 tokens
+    (chunked into 16-token steps, some from the prefix cache), with and
+    without logprobs, greedy, sampled (temperature, top-k, top-p) and
+    seeded, mixed in the same steps, build none."""
     assert generated["warm_programs"] > 0
     assert generated["served_programs"] == 0
 
@@ -409,3 +422,49 @@ def test_attention_groups_match_reference():
         probs = scores.masked_fill(~visible, float("-inf")).softmax(-1)
         want[starts[i] : starts[i] + q_len] = (probs @ v).transpose(0, 1).reshape(q_len, heads * head)
     torch.testing.assert_close(output.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_sampler_seeded_rows_and_programs():
+    """The tpu top-k/top-p sampler (serving/vllm/sampler.py): top-k =
+    vocabulary and top-p = 1 mask nothing (the runner passes them for every
+    row of a sampled step), top-k/top-p masks equal vLLM's on the CPU, a
+    seeded row's token depends on its seed only (not on its row or on the
+    other rows), and after one step per row count, seeded rows at any
+    positions build no program."""
+    import torch_tpu
+    from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
+
+    from torch_tpu.serving.vllm.sampler import TpuTopKTopPSampler
+
+    torch.manual_seed(0)
+    vocab = 50
+    logits = torch.randn(4, vocab)
+    k = torch.tensor([vocab, 3, vocab, 7], dtype=torch.float32)
+    p = torch.tensor([1.0, 1.0, 0.6, 0.9])
+    got = apply_top_k_top_p_pytorch(logits.to("tpu"), k.to("tpu"), p.to("tpu")).cpu()
+    want = apply_top_k_top_p_pytorch(logits.clone(), k.long(), p)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got[0], logits[0])
+    assert torch.isinf(got[1]).sum() == vocab - 3
+
+    sampler = TpuTopKTopPSampler()
+
+    def draw(rows, seeded_at, seed=11):
+        gens = {}
+        for i in seeded_at:
+            g = torch.Generator(device="tpu")
+            g.manual_seed(seed)
+            gens[i] = g
+        x = logits[:1].repeat(rows, 1).to("tpu")
+        return sampler(x, gens, None, None)[0].cpu().tolist()
+
+    first = [draw(4, [0])[0] for _ in range(3)]
+    assert len(set(first)) == 1
+    draw(2, [0])
+    misses = torch_tpu.cache_info()["misses"]
+    for rows, at in ((4, [3]), (4, [1, 2]), (2, [1]), (4, [0, 1, 2, 3])):
+        out = draw(rows, at)
+        assert all(out[i] == first[0] for i in at), (rows, at, out)
+    assert torch_tpu.cache_info()["misses"] == misses
+    with pytest.raises((RuntimeError, IndexError, ValueError)):
+        sampler(logits.to("tpu"), {}, torch.ones(3, device="tpu"), None)

@@ -8,6 +8,7 @@ sampler rows to ``padded_num_reqs``, so that every program a step runs is one
 the warm-up (warmup.py) built."""
 
 import dataclasses
+import time
 
 import numpy as np
 import torch
@@ -21,7 +22,9 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from ...patches.vllm_cuda_streams import without_cuda_streams
 from ...patches.vllm_kv_cache import kv_cache_per_layer
+from . import counters
 from .attention import bucket, padded_token_count
+from .sampler import TpuTopKTopPSampler
 
 logger = init_logger(__name__)
 
@@ -38,6 +41,8 @@ class TpuModelRunner(GPUModelRunner):
         with without_cuda_streams():
             super().__init__(vllm_config, device)
         self.use_cuda_graph = False
+        self.sampler.topk_topp_sampler = TpuTopKTopPSampler(
+            self.model_config.logprobs_mode, self.model_config.use_fp64_gumbel)
         # Host copies of step buffers that are plain device tensors in vLLM.
         self._positions_np = np.zeros(self.positions.shape[0], dtype=np.int64)
         self._is_padding_np = np.zeros(self.is_padding.shape[0], dtype=bool)
@@ -84,6 +89,13 @@ class TpuModelRunner(GPUModelRunner):
         writes device slices of those counts, a program per count. The
         logits indices come padded to ``padded_num_reqs`` rows (padding rows
         read token 0; ``_sample`` drops their samples)."""
+        start = time.perf_counter()
+        try:
+            return self._prepare_inputs_timed(scheduler_output, num_scheduled_tokens)
+        finally:
+            counters.clock.add("prepare_s", time.perf_counter() - start)
+
+    def _prepare_inputs_timed(self, scheduler_output, num_scheduled_tokens):
         if not self._host_prepared():
             return super()._prepare_inputs(scheduler_output, num_scheduled_tokens)
         batch = self.input_batch
@@ -185,10 +197,28 @@ class TpuModelRunner(GPUModelRunner):
                 return False
         return True
 
+    def canonical_num_logprobs(self, requested: int | None) -> int | None:
+        """The top-logprobs count a step computes: the engine's
+        ``max_logprobs`` (capped at the vocabulary) whenever any request
+        asks for logprobs, so one program per row count serves every count
+        (the engine keeps each request's own count of them)."""
+        most = self.model_config.max_logprobs
+        if requested is None or most < 0:
+            return requested
+        return min(most, self.model_config.get_vocab_size())
+
     def _sample(self, logits, spec_decode_metadata):
-        """Samples the padded logits rows (``padded_num_reqs``; temperature,
-        top-k and top-p of padding rows repeat request 0's); the sampled
-        tokens and logprobs come to the host, where padding rows are dropped.
+        """Samples the padded logits rows (``padded_num_reqs``; the
+        parameters of padding rows repeat request 0's); the sampled tokens
+        and logprobs come to the host, where padding rows are dropped.
+
+        Sampling options are made uniform so that the programs depend only
+        on the row count and on two switches (all greedy or not, logprobs or
+        not), every combination of which the warm-up runs: a step with any
+        sampled request passes temperature, top-k and top-p for every row
+        (top-k = vocabulary and top-p = 1 mask nothing; greedy rows have
+        temperature 0 and take the argmax) and computes the greedy and the
+        sampled token of each row; logprobs are the engine's maximum count.
         Other sampling (penalties, logits processors, speculative decoding)
         runs vLLM's sampler on the real rows."""
         num_reqs = self.input_batch.num_reqs
@@ -200,22 +230,22 @@ class TpuModelRunner(GPUModelRunner):
             return super()._sample(logits[:num_reqs] if logits.shape[0] != num_reqs else logits, None)
         rows = logits.shape[0]
 
-        def padded(host, present):
-            if not present:
-                return None
-            values = host[:rows].clone()
-            values[num_reqs:] = values[0]
-            return values.to(self.device)
-
+        greedy = metadata.all_greedy
+        temperature = top_p = top_k = None
+        if not greedy:
+            # Temperature, top-p and top-k in one host-to-device copy.
+            params = torch.stack([batch.temperature_cpu_tensor[:rows], batch.top_p_cpu_tensor[:rows],
+                                  batch.top_k_cpu_tensor[:rows].float()])
+            params[:, num_reqs:] = params[:, :1]
+            temperature, top_p, top_k = params.to(self.device).unbind(0)
         metadata = dataclasses.replace(
-            metadata,
-            temperature=padded(batch.temperature_cpu_tensor, metadata.temperature is not None),
-            top_p=padded(batch.top_p_cpu_tensor, metadata.top_p is not None),
-            top_k=padded(batch.top_k_cpu_tensor, metadata.top_k is not None),
-        )
+            metadata, all_random=False, temperature=temperature, top_p=top_p, top_k=top_k,
+            max_num_logprobs=self.canonical_num_logprobs(metadata.max_num_logprobs))
         batch.update_async_output_token_ids()
         out = self.sampler(logits=logits, sampling_metadata=metadata)
+        start = time.perf_counter()
         out.sampled_token_ids = out.sampled_token_ids.cpu()[:num_reqs]
+        counters.clock.add("wait_s", time.perf_counter() - start)
         if out.logprobs_tensors is not None:
             lp = out.logprobs_tensors
             out.logprobs_tensors = LogprobsTensors(

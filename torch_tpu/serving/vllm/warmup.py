@@ -8,7 +8,8 @@ The shapes of a step (model_runner.py, attention.py) depend on:
   sampler: ``padded_num_reqs(T)`` rows);
 - for the decode group (requests with one query): ``T`` and its key blocks;
 - for each prefill group: ``T``, its query bucket and its key blocks;
-- the sampler's options: greedy, with or without logprobs.
+- the sampler's kind: all greedy, sampled or seeded, with or without
+  logprobs (``sampling_plan``).
 ``plan_steps`` lists steps, each a list of ``(queries, sequence length)``
 requests, that cover every feasible ``(T, decode key blocks)``, every
 ``(T, query bucket)`` and every ``(query bucket, key blocks)``, with and
@@ -116,19 +117,54 @@ def plan_steps(max_tokens: int, max_reqs: int, max_model_len: int, block_size: i
     return steps
 
 
-def run_steps(runner, steps) -> None:
-    """Runs the planned steps through the runner as made-up requests
-    (greedy; every other step asks for logprobs), then removes them."""
+# Sampling kinds a step's sampler programs depend on (model_runner.py's
+# _sample makes every other option uniform): all greedy, or some request
+# sampled (temperature, top-k, top-p), or some request seeded; each with and
+# without logprobs. Planned steps run greedy; each token count's first step
+# runs again with every other kind.
+SAMPLED_KINDS = ("sampled", "seeded")
+
+
+def sampling_plan(steps, max_tokens: int) -> list[tuple[list[tuple[int, int]], str, bool]]:
+    """``(step, kind, logprobs)`` for every planned step (greedy, every
+    other one with logprobs) and, for each token count's first step, every
+    sampled kind with and without logprobs."""
+    plan, seen = [], set()
+    for n, step in enumerate(steps):
+        plan.append((step, "greedy", bool(n % 2)))
+        total = padded_token_count(sum(q for q, _ in step), max_tokens)
+        if total not in seen:
+            seen.add(total)
+            plan.extend((step, kind, logprobs) for kind in SAMPLED_KINDS for logprobs in (False, True))
+    return plan
+
+
+def _params(kind: str, logprobs: bool, first: bool):
     from vllm.sampling_params import SamplingParams
+
+    lp = 1 if logprobs else None
+    if kind == "greedy":
+        return SamplingParams(temperature=0.0, max_tokens=1, logprobs=lp)
+    # The first request sampled (seeded for "seeded"), the others greedy:
+    # rows with and without a generator, greedy and sampled, in one step.
+    if not first:
+        return SamplingParams(temperature=0.0, max_tokens=1, logprobs=lp)
+    return SamplingParams(temperature=0.7, top_k=5, top_p=0.9, max_tokens=1, logprobs=lp,
+                          seed=1 if kind == "seeded" else None)
+
+
+def run_steps(runner, steps) -> None:
+    """Runs the planned steps through the runner as made-up requests, in
+    every sampling kind (sampling_plan), then removes them."""
     from vllm.v1.core.sched.output import CachedRequestData, NewRequestData, SchedulerOutput
 
     block_size = runner.cache_config.block_size
     finished: set[str] = set()
-    for n, step in enumerate(steps):
-        params = SamplingParams(temperature=0.0, max_tokens=1, logprobs=0 if n % 2 else None)
+    for n, (step, kind, logprobs) in enumerate(sampling_plan(steps, runner.scheduler_config.max_num_batched_tokens)):
         new, scheduled = [], {}
         for i, (queries, seq_len) in enumerate(step):
             req_id = f"tpu-warmup-{n}-{i}"
+            params = _params(kind, logprobs, i == 0)
             new.append(NewRequestData(
                 req_id=req_id, prompt_token_ids=[0] * seq_len, mm_features=[], sampling_params=params,
                 pooling_params=None, block_ids=([0] * -(-seq_len // block_size),),
@@ -148,8 +184,16 @@ def run_steps(runner, steps) -> None:
     # vLLM's attention metadata fills the block table rows between the
     # step's requests and its padded request count with the null block:
     # an empty slice at each request count (a program per slice offset).
+    from vllm.v1.utils import copy_slice
     from vllm.v1.worker.gpu_model_runner import NULL_BLOCK_ID
 
     for table in runner.input_batch.block_table.block_tables:
         for n in range(1, runner.scheduler_config.max_num_seqs + 1):
             table.block_table.gpu[n:n].fill_(NULL_BLOCK_ID)
+    # vLLM's input batch copies temperature, top-p and top-k of its first n
+    # requests to the device when its requests change (a program per n).
+    batch = runner.input_batch
+    for n in range(1, runner.scheduler_config.max_num_seqs + 1):
+        for host, device in ((batch.temperature_cpu_tensor, batch.temperature),
+                             (batch.top_p_cpu_tensor, batch.top_p), (batch.top_k_cpu_tensor, batch.top_k)):
+            copy_slice(host, device, n)
