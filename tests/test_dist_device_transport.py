@@ -305,3 +305,28 @@ def test_tensor_parallel_equals_one_cpu_process():
     want = _model()(_batches()[0][0]).detach()
     for got in run(body):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_step_with_collectives_on_device_transport():
+    """A compiled fn with funcol all_reduce (DDP-like) and all_to_all_single
+    (MoE-like dispatch) on the device transport, equal to the CPU math. Its
+    collectives run between program segments, each one XLA program over the
+    ranks' devices (collectives_in_program is still False)."""
+    import torch.distributed._functional_collectives as funcol
+
+    def body(rank, world):
+        @torch.compile(backend="tpu")
+        def step(x, w):
+            g = funcol.all_reduce((x @ w).tanh(), "avg", dist.group.WORLD)
+            routed = funcol.all_to_all_single(g * 3, None, None, dist.group.WORLD)
+            return routed + 1
+
+        dev = f"tpu:{rank}"
+        return step(data(rank, (4, 3), torch.float32).to(dev) / 8, data(9, (3, 3), torch.float32).to(dev) / 8).cpu()
+
+    w = data(9, (3, 3), torch.float32) / 8
+    avg = sum((data(r, (4, 3), torch.float32) / 8 @ w).tanh() for r in range(N)) / N
+    for k, got in enumerate(run(body, timeout=datetime.timedelta(seconds=120))):
+        # every rank holds the same g: rank k receives g's block k from each rank
+        want = torch.cat([(avg * 3).chunk(N)[k]] * N) + 1
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
