@@ -43,14 +43,20 @@ def make_call(op, size, device, n):
     numel = size // 4
     full = torch.full((numel,), 1.0 / n, device=device)
     part = torch.full((numel // n,), 1.0 / n, device=device)
-    if op == "all_reduce":
-        return lambda: dist.all_reduce(full)
-    if op == "all_gather":
-        return lambda: dist.all_gather_into_tensor(full, part)
-    if op == "reduce_scatter":
-        return lambda: dist.reduce_scatter_tensor(part, full)
     out = torch.empty_like(full)
-    return lambda: dist.all_to_all_single(out, full)
+
+    def done(t):
+        # One element read back: the call's result exists on this rank, not
+        # just its launch (a tpu copy_ may still be pending or in flight).
+        return float(t[0])
+
+    if op == "all_reduce":
+        return lambda: (dist.all_reduce(full), done(full))
+    if op == "all_gather":
+        return lambda: (dist.all_gather_into_tensor(full, part), done(full))
+    if op == "reduce_scatter":
+        return lambda: (dist.reduce_scatter_tensor(part, full), done(part))
+    return lambda: (dist.all_to_all_single(out, full), done(out))
 
 
 def time_ops(sizes, scale, transports):
@@ -71,8 +77,6 @@ def time_ops(sizes, scale, transports):
                     dist.barrier()
                     t0 = time.perf_counter()
                     calls[t]()
-                    if transports[t] == "tpu":
-                        torch.tpu.synchronize()
                     if i >= warm:
                         times[t].append(time.perf_counter() - t0)
             for t in transports:
