@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collectives import MIB, QUICK_SIZES, SIZES, fmt_size, iterations  # noqa: E402
+from collectives import QUICK_SIZES, SIZES, fmt_size, iterations  # noqa: E402
 from machine_info import machine, save_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,7 +62,6 @@ def make_call(op, size, device, n):
 def time_ops(sizes, scale, transports):
     """Rows of this rank: {op, size, transport, times}; `transports` maps a
     name to its device ("tpu" or "cpu"), timed alternately call by call."""
-    import torch
     import torch.distributed as dist
 
     n = dist.get_world_size()

@@ -330,3 +330,15 @@ def test_compiled_step_with_collectives_on_device_transport():
         # every rank holds the same g: rank k receives g's block k from each rank
         want = torch.cat([(avg * 3).chunk(N)[k]] * N) + 1
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_four_ranks_subgroups_uneven_all_to_all_ring():
+    """tests/dist_workers/device_transport_four.py in a process with 4 tpu devices."""
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_workers", "device_transport_four.py")
+    env = dict(os.environ, TORCH_TPU_NUM_DEVICES="4")
+    r = subprocess.run([sys.executable, "-P", script], cwd="/", env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), (r.stdout[-3000:], r.stderr[-3000:])
