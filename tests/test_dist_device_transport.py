@@ -4,6 +4,7 @@ the group's devices. References are the collectives' math on the CPU (what
 gloo computes), and for DDP / FSDP2 the same model trained on the CPU in one
 process on the whole batch. The test session has 2 tpu devices (conftest).
 """
+import copy
 import datetime
 import threading
 import time
@@ -238,9 +239,11 @@ def _cpu_reference():
 
 
 def test_ddp_equals_one_cpu_process():
+    base = _model()  # built once: the rank threads share torch's CPU generator
+
     def body(rank, world):
         dev = torch.device(f"tpu:{rank}")
-        ddp = nn.parallel.DistributedDataParallel(_model().to(dev))
+        ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(base).to(dev))
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
         losses = []
         for x, y in _batches():
@@ -264,9 +267,11 @@ def test_ddp_equals_one_cpu_process():
 def test_fsdp2_equals_one_cpu_process():
     from torch.distributed.fsdp import fully_shard
 
+    base = _model()  # built once: the rank threads share torch's CPU generator
+
     def body(rank, world):
         dev = torch.device(f"tpu:{rank}")
-        model = _model().to(dev)
+        model = copy.deepcopy(base).to(dev)
         for layer in (model[0], model[2]):
             fully_shard(layer)
         fully_shard(model)
@@ -296,9 +301,11 @@ def test_tensor_parallel_equals_one_cpu_process():
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
+    base = _model()
+
     def body(rank, world):
         mesh = init_device_mesh("tpu", (world,))
-        model = parallelize_module(_model().to(f"tpu:{rank}"), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        model = parallelize_module(copy.deepcopy(base).to(f"tpu:{rank}"), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
         x = _batches()[0][0].to(f"tpu:{rank}")
         return model(x).cpu()
 
