@@ -76,7 +76,7 @@ def launch_in_process(fn: Callable[..., Any], world_size: int, *args,
     count = _C._device_count()
     if world_size > count:
         raise ValueError(f"launch_in_process: {world_size} ranks need {world_size} tpu devices; this process has "
-                         f"{count} (set TORCH_TPU_DEVICE_COUNT before the first tpu tensor)")
+                         f"{count} (set TORCH_TPU_NUM_DEVICES before the first tpu tensor)")
     if current_launch() is not None:
         raise RuntimeError("launch_in_process: called from a rank of another launch")
     thread_local_world.install()
