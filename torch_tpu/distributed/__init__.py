@@ -37,6 +37,7 @@ import torch.distributed as dist
 
 from . import environment, launch_env, spmd
 from .environment import prepare_tpu_environment
+from .in_process import RankError, launch_in_process
 from .launch_env import compute_tpu_launch_env, register_client_store, set_tpu_launch_env
 from .spmd import (
     spmd_all_gather,
@@ -60,7 +61,16 @@ def _create_backend(opts, pg_options=None):
     `opts` is c10d's _DistributedBackendOptions; `pg_options` (backend
     options passed to init_process_group / new_group) has nothing to set."""
     from .. import _C
+    from .in_process import current_launch
 
+    launch = current_launch()
+    if launch is not None:
+        # Every rank of the group is a thread on its own device of this
+        # process's PJRT client: collectives run as XLA programs over them.
+        from .device_transport import DeviceTransportGroup
+
+        return DeviceTransportGroup(launch, opts.group_rank, opts.group_size, list(opts.global_ranks_in_group),
+                                    opts.group_id or "default", opts.timeout)
     if environment.ADDRESSES_VAR in os.environ and not _C._is_initialized():
         # The parent ran TorchTPU's launch step: libtpu's variables for this rank.
         launch_env.set_tpu_launch_env(store=opts.store)
@@ -70,6 +80,23 @@ def _create_backend(opts, pg_options=None):
     return _C._TpuDistBackend(
         gloo, status, opts.group_rank, opts.group_size, opts.timeout.total_seconds(), opts.group_id or "default"
     )
+
+
+def transport(group=None) -> str:
+    """How ``group``'s tpu collectives move data: ``"device"`` (each collective
+    one XLA program over the group's devices: in-process ranks from
+    ``launch_in_process``) or ``"host"`` (host copies over gloo: processes on
+    the CPU plugin)."""
+    g = group if group is not None else dist.distributed_c10d._get_default_group()
+    if getattr(g, "transport", None) == "device":
+        return "device"
+    try:
+        backend = g._get_backend(dist.distributed_c10d.torch.device("tpu"))
+    except RuntimeError:
+        backend = None
+    if backend is not None and backend.name() == BACKEND_NAME:
+        return "host"
+    raise ValueError(f"group {g} has no tpu_dist backend for tpu")
 
 
 def register():
@@ -85,6 +112,9 @@ __all__ = [
     "BACKEND_NAME",
     "compute_tpu_launch_env",
     "environment",
+    "launch_in_process",
+    "RankError",
+    "transport",
     "prepare_tpu_environment",
     "register",
     "register_client_store",

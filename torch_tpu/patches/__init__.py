@@ -27,6 +27,7 @@ from . import (
     multilabel_margin_tracing,
     safetensors_load,
     sglang_server_args,
+    thread_local_world,
     vllm_config,
     vllm_cuda_streams,
     vllm_kv_cache,
@@ -46,6 +47,7 @@ RECORDS = tuple(m.PATCH for m in (
     vllm_config,
     sglang_server_args,
     accelerate_device,
+    thread_local_world,
 ))
 
 
