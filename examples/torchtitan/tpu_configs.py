@@ -39,4 +39,5 @@ def qwen3_moe_debug_sdpa():
         layer.attention.inner_attention = ScaledDotProductAttention.Config()
     use_capacity_dispatch(config.model_spec.model)
     count_programs_per_step(config.model_spec)
+    config.training.disable_cuda_graphs = True  # a CUDA feature; its EP check refuses other dispatchers
     return config
