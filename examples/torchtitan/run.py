@@ -32,15 +32,23 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICES = ("tpu", "cpu")
 
 
-def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4, device: str = "tpu"):
+CONFIGS = ("llama3_debugmodel_sdpa", "qwen3_moe_debug_sdpa")
+# program_counter.py's line: "tpu programs: rank 0 step 3 built 0 compiled 0 (0.00 s)"
+PROGRAM_LINE = re.compile(r"tpu programs: rank (\d+) step (\d+) built (\d+) compiled (\d+)")
+
+
+def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4, device: str = "tpu",
+                  config: str = "llama3_debugmodel_sdpa"):
     """The torchrun command line; float32 parameters so that runs compare exactly.
     device "tpu": `-m torchtitan.train` unchanged; "cpu": the same trainer through
     cpu_train.py (TorchTitan's device set to cpu, backend gloo)."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if config not in CONFIGS:
+        raise ValueError(f"config must be one of {CONFIGS}, got {config!r}")
     entry = ["-m", "torchtitan.train"] if device == "tpu" else [str(HERE / "cpu_train.py")]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            *entry, "--module", "tpu_configs", "--config", "llama3_debugmodel_sdpa",
+            *entry, "--module", "tpu_configs", "--config", config,
             f"--training.steps={steps}", f"--training.seq_len={seq_len}", f"--training.local_batch_size={batch}",
             "--training.mixed_precision_param=float32", "--debug.seed=42",
             "--metrics.log_freq=1", *extra]
@@ -58,7 +66,8 @@ def titan_env(extra_env=None, device="tpu"):
 
 def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_env=None, device="tpu", **kw):
     """Runs TorchTitan in `workdir` on `device` ("tpu", or "cpu" with gloo);
-    returns ({step: loss}, {step: (tps, mfu)}, full log)."""
+    returns ({step: loss}, {step: (tps, mfu)}, full log); programs_built(log) reads
+    the per-step program counts of the qwen3 MoE config."""
     workdir = Path(workdir)
     make_assets(workdir)
     proc = subprocess.Popen(titan_command(nproc, steps, extra, device=device, **kw), cwd=workdir,
@@ -75,7 +84,7 @@ def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_en
                 step = int(m.group(1))
                 losses[step] = float(m.group(2))
                 speed[step] = (int(m.group(3).replace(",", "")), m.group(4))
-            if echo and (m or "Error" in line or "Peak FLOPS" in line or "capacity" in line):
+            if echo and (m or "Error" in line or "tpu programs" in line or "Peak FLOPS" in line or "capacity" in line):
                 print(_ANSI.sub("", line.rstrip()), flush=True)
         proc.wait(timeout=timeout)
     finally:
@@ -85,6 +94,15 @@ def run_titan(workdir, nproc, steps, extra=(), echo=True, timeout=None, extra_en
     if proc.returncode != 0:
         raise RuntimeError(f"torchtitan exited with {proc.returncode}:\n{log[-6000:]}")
     return losses, speed, log
+
+
+def programs_built(log: str) -> dict:
+    """{step: programs built in that step, the most over ranks} from program_counter.py's lines."""
+    built = {}
+    for m in PROGRAM_LINE.finditer(_ANSI.sub("", log)):
+        step = int(m.group(2))
+        built[step] = max(built.get(step, 0), int(m.group(3)))
+    return built
 
 
 def plot(losses, path, device="tpu"):
@@ -104,11 +122,12 @@ def main():
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--device", choices=DEVICES, default="tpu", help="cpu: TorchTitan on the CPU with gloo")
+    p.add_argument("--config", choices=CONFIGS, default="llama3_debugmodel_sdpa")
     p.add_argument("--workdir", default=None, help="default /tmp/torchtitan_<device>")
     p.add_argument("titan_args", nargs="*", help="passed to torchtitan after --")
     a = p.parse_args()
     workdir = Path(a.workdir or f"/tmp/torchtitan_{a.device}")
-    losses, speed, log = run_titan(workdir, a.nproc, a.steps, a.titan_args, device=a.device)
+    losses, speed, log = run_titan(workdir, a.nproc, a.steps, a.titan_args, device=a.device, config=a.config)
     out = workdir / "loss.png"
     plot(losses, out, a.device)
     (workdir / "titan.log").write_text(log)

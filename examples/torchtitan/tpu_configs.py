@@ -11,13 +11,33 @@ torch 2.14.1: `flex_attention` accepts only cuda/cpu/xpu/hpu/mps tensors
 (`torch/nn/attention/flex_attention.py`, `_validate_device`) and refuses
 backward on the CPU, so neither tpu nor the CPU reference can train it; the
 `varlen` backend calls CUDA's flash/cuDNN kernels in bfloat16.
+
+`qwen3_moe_debug_sdpa` is TorchTitan's `qwen3_moe_debug` (64 experts, top 8)
+with the same SDPA attention and, for expert parallelism, the fixed-capacity
+token dispatcher of capacity_dispatcher.py, so that every step runs the same
+XLA programs on every rank. With EP 1 the dispatcher is TorchTitan's local one.
+Each tpu rank logs the programs it built per step (program_counter.py).
 """
 from torchtitan.models.common.attention import ScaledDotProductAttention
 from torchtitan.models.llama3.config_registry import llama3_debugmodel
+from torchtitan.models.qwen3.config_registry import qwen3_moe_debug
+
+from capacity_dispatcher import use_capacity_dispatch
+from program_counter import count_programs_per_step
 
 
 def llama3_debugmodel_sdpa():
     config = llama3_debugmodel()
     for layer in config.model_spec.model.layers:
         layer.attention.inner_attention = ScaledDotProductAttention.Config()
+    return config
+
+
+def qwen3_moe_debug_sdpa():
+    config = qwen3_moe_debug()
+    for layer in config.model_spec.model.layers:
+        layer.attention.inner_attention = ScaledDotProductAttention.Config()
+    use_capacity_dispatch(config.model_spec.model)
+    count_programs_per_step(config.model_spec)
+    config.training.disable_cuda_graphs = True  # a CUDA feature; its EP check refuses other dispatchers
     return config

@@ -1,0 +1,158 @@
+"""MoE benchmark: TorchTitan 0.3.0's Qwen3 MoE debug model (64 experts, top 8) trained on
+tpu with FSDP2 x expert parallel against TorchTitan's own trainer on the CPU with gloo
+(FSDP2, EP 1), at the same rank counts, in one run.
+
+    .venv-2.14/bin/python benchmarks/moe.py                   # seq 128 x batch 2, 8 steps, ranks 1,2,4
+    .venv-2.14/bin/python benchmarks/moe.py --quick           # seq 32 x batch 2, 5 steps, ranks 1,2
+
+Needs `bash scripts/setup.sh --titan`. Every run is examples/torchtitan/run.py's command with
+`--config qwen3_moe_debug_sdpa` (SDPA attention, the fixed-capacity EP dispatcher of
+capacity_dispatcher.py), float32, from one seed checkpoint (written first by a 1-rank tpu
+run), so the loss columns show the runs trained the same model:
+
+    tpu  n ranks: FSDP n x EP n (EP 1 at 1 rank)
+    CPU  n ranks: FSDP n, EP 1 (gloo's list all_to_all needs equal sizes; EP does not change the math)
+
+Figures (benchmarks/torchtitan.py's reading of TorchTitan's log lines): tokens/s per rank is
+TorchTitan's `tps`, median over steps >= 3; total = x ranks; steps/s from step-line times,
+steps 2..N; first step: cold XLA program cache. `built/step` is the most programs any tpu
+rank built in one step after step 2 (program_counter.py), `built 1` those of step 1.
+Ratio: tpu / CPU total tokens/s at each rank count.
+"""
+import argparse
+import datetime
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "examples" / "torchtitan"))
+from machine_info import machine, save_results  # noqa: E402
+
+def _titan_bench():
+    """benchmarks/torchtitan.py (its log readers), loaded by path: its name is the package's."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("titan_bench", HERE / "torchtitan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_bench = _titan_bench()
+summarize, _f = _bench.summarize, _bench._f
+
+CONFIG = "qwen3_moe_debug_sdpa"
+
+
+def parallel_args(device, ranks):
+    args = [f"--parallelism.data_parallel_shard_degree={ranks}"]
+    if device == "tpu" and ranks > 1:
+        args.append(f"--parallelism.expert_parallel_degree={ranks}")
+    return args
+
+
+def run(device, ranks, args, seed_args, workdir):
+    from run import run_titan, programs_built
+
+    name = f"{device}_{'fsdp_ep' if device == 'tpu' and ranks > 1 else 'fsdp'}_{ranks}"
+    env = {"TORCH_TPU_CACHE_DIR": tempfile.mkdtemp(prefix="cache_", dir=workdir)}
+    t0 = time.perf_counter()
+    try:
+        losses, speed, log = run_titan(workdir / name, ranks, args.steps, seed_args + parallel_args(device, ranks),
+                                       echo=False, timeout=args.timeout, extra_env=env, device=device,
+                                       seq_len=args.seq_len, batch=args.batch, config=CONFIG)
+    except Exception as e:  # reported with its reason; the other runs go on
+        return {"status": "failed", "name": name, "device": device, "ranks": ranks, "reason": str(e)[-3000:]}
+    row = summarize(name, device, ranks, losses, speed, log, time.perf_counter() - t0)
+    built = programs_built(log)
+    row["built_step_1"] = built.get(1)
+    row["built_per_step_after_2"] = max((b for s, b in built.items() if s >= 3), default=None)
+    return row
+
+
+def table(rows):
+    head = (f"{'run':16s} {'ranks':>5s} {'tok/s/rank':>10s} {'tok/s':>8s} {'steps/s':>8s} {'first s':>8s} "
+            f"{'built 1':>7s} {'built/step':>10s} {'loss 1':>8s} {'loss last':>9s}")
+    out = [head, "-" * len(head)]
+    for r in rows:
+        if r["status"] != "ok":
+            out.append(f"{r['name']:16s} {r['ranks']:5d} FAILED: {r['reason'].strip().splitlines()[-1][:80]}")
+            continue
+        ls = r["losses"]
+        out.append(f"{r['name']:16s} {r['ranks']:5d} {r['tokens_per_s_per_rank']:10.0f} {r['tokens_per_s']:8.0f} "
+                   f"{_f(r['steps_per_s'], '8.3f')} {_f(r['first_step_s'], '8.1f')} {_f(r['built_step_1'], '7d')} "
+                   f"{_f(r['built_per_step_after_2'], '10d')} {ls[min(ls)]:8.5f} {ls[max(ls)]:9.5f}")
+    return "\n".join(out)
+
+
+def ratios(rows):
+    by = {(r["device"], r["ranks"]): r for r in rows if r["status"] == "ok"}
+    res = {}
+    for (device, n), r in sorted(by.items()):
+        cpu = by.get(("cpu", n))
+        if device == "tpu" and cpu:
+            res[f"tpu / CPU tokens/s at {n} ranks"] = r["tokens_per_s"] / cpu["tokens_per_s"]
+            res[f"max |loss tpu - loss CPU| at {n} ranks"] = max(
+                abs(r["losses"][s] - cpu["losses"][s]) for s in r["losses"] if s in cpu["losses"])
+    return res
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", default="1,2,4")
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch", type=int, default=2, help="local batch per rank")
+    p.add_argument("--quick", action="store_true", help="seq 32, batch 2, 5 steps, ranks 1,2")
+    p.add_argument("--timeout", type=int, default=1800, help="seconds per torchrun")
+    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--workdir", default="", help="run folders (default: a temporary folder)")
+    args = p.parse_args()
+    if args.quick:
+        args.steps, args.seq_len, args.batch, args.ranks = 5, 32, 2, "1,2"
+    try:
+        ranks = sorted({int(r) for r in args.ranks.split(",") if r})
+    except ValueError:
+        raise SystemExit(f"--ranks must be comma-separated integers, got {args.ranks!r}")
+    if args.steps < 3:
+        raise SystemExit("--steps must be at least 3 (steps/s is timed from step 2)")
+    os.environ.pop("TORCH_TPU_NUM_DEVICES", None)  # each rank sees LOCAL_WORLD_SIZE devices
+
+    from run import run_titan
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="moe_bench_"))
+    print(f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; TorchTitan {CONFIG}, seq {args.seq_len} x "
+          f"local batch {args.batch}, float32, {args.steps} steps per run; runs in {workdir}", flush=True)
+    run_titan(workdir / "seed", 1, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
+                                       "--parallelism.data_parallel_shard_degree=1"],
+              echo=False, timeout=args.timeout, seq_len=args.seq_len, batch=args.batch, config=CONFIG)
+    step0 = next((workdir / "seed" / "outputs" / "checkpoint").glob("step-0"))
+    seed_args = ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=100000"]
+
+    rows = []
+    for n in ranks:
+        for device in ("tpu", "cpu"):
+            r = run(device, n, args, seed_args, workdir)
+            rows.append(r)
+            print(f"{r['name']}: " + ("ok" if r["status"] == "ok" else "FAILED"), f"(load {os.getloadavg()[0]:.2f})",
+                  flush=True)
+    print("\n" + table(rows))
+    rat = ratios(rows)
+    for k, v in rat.items():
+        print(f"{k:45s} {v:.3g}")
+    if max(ranks) > os.cpu_count():
+        print(f"note: {max(ranks)} ranks on {os.cpu_count()} cores oversubscribe the CPU")
+    doc = {"date": started.isoformat(timespec="seconds"), "machine": machine(),
+           "args": {"ranks": ranks, "steps": args.steps, "seq_len": args.seq_len, "batch": args.batch,
+                    "quick": args.quick}, "results": {r["name"]: r for r in rows}, "ratios": rat}
+    path = save_results(doc, args.out, "moe", started)
+    print(f"results: {path}")
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
