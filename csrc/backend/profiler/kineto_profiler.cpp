@@ -60,8 +60,10 @@ class Session : public libkineto::IActivityProfilerSession {
       if (end == 0) continue;  // not finished within stop()'s wait
       int64_t begin = ev->enqueue_ns;
       if (ev->kind == EventKind::Program) {
+        // A ready time observed before the previous program's (callbacks
+        // arrive late and out of order on a busy host) keeps the launch time.
         int64_t& free = device_free[ev->device];
-        begin = std::min(std::max(begin, free), end);
+        if (free < end) begin = std::max(begin, free);
         free = std::max(free, end);
       }
       bool program = ev->kind == EventKind::Program;
