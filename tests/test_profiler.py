@@ -62,7 +62,7 @@ def test_chrome_trace_has_device_track_with_bytes_and_flops(tmp_path):
     args = mm["args"]
     assert args["bytes_in"] == (64 * 32 + 32 * 16) * 4
     assert args["bytes_out"] == 64 * 16 * 4
-    if "flops" in args:  # where the plugin's cost analysis answers
+    if "flops" in args:  # only where the plugin answers cost analysis (XLA's CPU plugin does not)
         assert args["flops"] >= 2 * 64 * 32 * 16
     names = {e.get("name") for e in events if e.get("ph") == "M"}
     assert "process_name" in names
