@@ -20,12 +20,15 @@ ALLOWED = {
     "runtime": {"settings"},
     "hlo": set(),
     "lowering": {"hlo", "settings"},
+    # torch.profiler's device events: below every room that launches work.
+    "backend/profiler": {"settings", "runtime"},
     "backend/device": {"settings", "runtime", "hlo", "lowering"},
-    "backend/pipeline": {"settings", "runtime", "hlo", "lowering", "backend/device"},
-    "backend/aten": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline"},
+    "backend/pipeline": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/profiler"},
+    "backend/aten": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline",
+                     "backend/profiler"},
     "backend/distributed": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline"},
     "backend/bindings": {"settings", "runtime", "hlo", "lowering", "backend/device", "backend/pipeline", "backend/aten",
-                         "backend/distributed"},
+                         "backend/distributed", "backend/profiler"},
 }
 # Rooms that must build without PyTorch's headers.
 TORCH_FREE = {"settings", "runtime", "hlo", "lowering"}

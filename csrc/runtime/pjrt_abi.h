@@ -112,6 +112,14 @@ typedef enum {
   PJRT_HostBufferSemantics_kMutableZeroCopy = 3
 } PJRT_HostBufferSemantics;
 
+/* A plugin's optional extensions: a chain from PJRT_Api.extension_start. */
+struct PJRT_Extension_Base {
+  size_t struct_size;
+  int type; /* PJRT_Extension_Type */
+  PJRT_Extension_Base* next;
+};
+enum { TT_PJRT_EXTENSION_PROFILER = 1 }; /* PJRT_Extension_Type_Profiler: XLA's profiler */
+
 /* ------------------------------- PJRT_Api --------------------------------- */
 typedef struct PJRT_Api_Version {
   size_t struct_size;
@@ -156,6 +164,7 @@ enum {
   TT_PJRT_SLOT_Device_MemoryStats = 34,
   TT_PJRT_SLOT_Executable_Destroy = 40,
   TT_PJRT_SLOT_Executable_NumOutputs = 44,
+  TT_PJRT_SLOT_Executable_GetCostAnalysis = 46,
   TT_PJRT_SLOT_Executable_Serialize = 49,
   TT_PJRT_SLOT_LoadedExecutable_Destroy = 50,
   TT_PJRT_SLOT_LoadedExecutable_GetExecutable = 51,
@@ -634,6 +643,20 @@ typedef struct PJRT_LoadedExecutable_Execute_Args {
 #define PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE \
   TT_PJRT_SIZE_THROUGH(PJRT_LoadedExecutable_Execute_Args, execute_device)
 typedef PJRT_Error* PJRT_LoadedExecutable_Execute_Fn(PJRT_LoadedExecutable_Execute_Args* args);
+
+/* XLA's cost analysis of a compiled program ("flops", "bytes accessed",
+ * ...). Optional: a plugin may answer UNIMPLEMENTED. `properties` belongs to
+ * `executable` and lives as long as it. */
+typedef struct PJRT_Executable_GetCostAnalysis_Args {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  PJRT_Executable* executable;
+  size_t num_properties;             /* out */
+  const PJRT_NamedValue* properties; /* out */
+} PJRT_Executable_GetCostAnalysis_Args;
+#define PJRT_Executable_GetCostAnalysis_Args_STRUCT_SIZE \
+  TT_PJRT_SIZE_THROUGH(PJRT_Executable_GetCostAnalysis_Args, properties)
+typedef PJRT_Error* PJRT_Executable_GetCostAnalysis_Fn(PJRT_Executable_GetCostAnalysis_Args* args);
 
 /* Serialization (for the persistent compile cache). Both are optional: a
  * plugin may answer UNIMPLEMENTED. The serialization is specific to the

@@ -498,6 +498,11 @@ TT_ABI_ASSERT(TT_PJRT_SLOT_Device_GetDescription == 29, "slot of PJRT_Device_Get
 TT_ABI_ASSERT(TT_PJRT_SLOT_Device_MemoryStats == 34, "slot of PJRT_Device_MemoryStats");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_Destroy == 40, "slot of PJRT_Executable_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_NumOutputs == 44, "slot of PJRT_Executable_NumOutputs");
+TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_GetCostAnalysis == 46, "slot of PJRT_Executable_GetCostAnalysis");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_GetCostAnalysis_Args, executable) == 16, "GetCostAnalysis.executable");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_GetCostAnalysis_Args, num_properties) == 24, "GetCostAnalysis.num_properties");
+TT_ABI_ASSERT(offsetof(PJRT_Executable_GetCostAnalysis_Args, properties) == 32, "GetCostAnalysis.properties");
+TT_ABI_ASSERT(sizeof(PJRT_Executable_GetCostAnalysis_Args) == 40, "sizeof(PJRT_Executable_GetCostAnalysis_Args)");
 TT_ABI_ASSERT(TT_PJRT_SLOT_Executable_Serialize == 49, "slot of PJRT_Executable_Serialize");
 TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_Destroy == 50, "slot of PJRT_LoadedExecutable_Destroy");
 TT_ABI_ASSERT(TT_PJRT_SLOT_LoadedExecutable_GetExecutable == 51, "slot of PJRT_LoadedExecutable_GetExecutable");

@@ -52,6 +52,7 @@ struct Api {
   PJRT_Executable_OutputElementTypes_Fn* Executable_OutputElementTypes = nullptr;
   PJRT_Executable_OutputDimensions_Fn* Executable_OutputDimensions = nullptr;
   PJRT_Executable_Serialize_Fn* Executable_Serialize = nullptr;                    // optional
+  PJRT_Executable_GetCostAnalysis_Fn* Executable_GetCostAnalysis = nullptr;        // optional
   PJRT_Executable_DeserializeAndLoad_Fn* Executable_DeserializeAndLoad = nullptr;  // optional
   PJRT_LoadedExecutable_Destroy_Fn* LoadedExecutable_Destroy = nullptr;
   PJRT_LoadedExecutable_GetExecutable_Fn* LoadedExecutable_GetExecutable = nullptr;

@@ -161,6 +161,7 @@ void ResolveAll(Api& a) {
   Resolve(r, TT_PJRT_SLOT_Executable_OutputElementTypes, a.Executable_OutputElementTypes);
   Resolve(r, TT_PJRT_SLOT_Executable_OutputDimensions, a.Executable_OutputDimensions);
   Resolve(r, TT_PJRT_SLOT_Executable_Serialize, a.Executable_Serialize);
+  Resolve(r, TT_PJRT_SLOT_Executable_GetCostAnalysis, a.Executable_GetCostAnalysis);
   Resolve(r, TT_PJRT_SLOT_Executable_DeserializeAndLoad, a.Executable_DeserializeAndLoad);
   Resolve(r, TT_PJRT_SLOT_LoadedExecutable_Destroy, a.LoadedExecutable_Destroy);
   Resolve(r, TT_PJRT_SLOT_LoadedExecutable_GetExecutable, a.LoadedExecutable_GetExecutable);

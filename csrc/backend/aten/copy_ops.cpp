@@ -10,6 +10,7 @@
 #include "backend/device/device_storage.h"
 #include "backend/pipeline/executor.h"
 #include "backend/pipeline/program_runner.h"
+#include "backend/profiler/device_trace.h"
 #include "backend/device/storage_contents.h"
 #include "backend/device/stream_events.h"
 #include "backend/device/tpu_device.h"
@@ -67,6 +68,7 @@ void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   auto& rt = runtime_for(dev);
   auto type = to_element_type(self.scalar_type());
   runtime::BufferPtr buf;
+  int64_t traced_from = profiler::recording() ? profiler::now_ns() : 0;
   if (non_blocking && async_uploads(rt)) {
     if (host.storage().is_alias_of(src.storage())) host = host.clone();
     auto owner = std::make_shared<at::Tensor>(host);
@@ -75,6 +77,9 @@ void upload(const at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   } else {
     buf = rt.FromHost(host.const_data_ptr(), type, self.sizes().vec(), dev);
   }
+  if (traced_from)  // the call's own time: the copy into the plugin's buffer
+    profiler::record_copy(profiler::EventKind::HostToDevice, dev, static_cast<int64_t>(host.nbytes()), traced_from,
+                          profiler::now_ns());
   if (covers_own_storage(self) && plain_values(self)) {
     set_buffer(storage_of(self), std::move(buf));
     return;
@@ -89,7 +94,15 @@ void download(const at::Tensor& self, const at::Tensor& src) {
   runtime::BufferPtr buf = dense_buffer(src);
   verify_device_checks();  // the host waits here: raise what earlier programs found
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+  int64_t traced_from = 0;
+  if (profiler::recording()) {  // the copy alone, not the wait for the program that computes `buf`
+    buf->BlockUntilReady();
+    traced_from = profiler::now_ns();
+  }
   buf->ToHost(host.mutable_data_ptr(), host.nbytes());
+  if (traced_from)
+    profiler::record_copy(profiler::EventKind::DeviceToHost, buf->device(), static_cast<int64_t>(host.nbytes()),
+                          traced_from, profiler::now_ns());
   self.copy_(host);
 }
 

@@ -22,6 +22,7 @@
 #include "backend/bindings/external_op_bindings.h"
 #include "backend/bindings/attention_bindings.h"
 #include "backend/bindings/stats_bindings.h"
+#include "runtime/executable_cost.h"
 #include "runtime/host_heap.h"
 #include "backend/device/tpu_device.h"
 #include "lowering/rule.h"
@@ -55,6 +56,9 @@ py::dict runtime_info() {
   py::dict attrs;
   for (const auto& kv : i.attributes) attrs[py::str(kv.first)] = kv.second;
   d["attributes"] = attrs;
+  py::list extensions;  // PJRT_Extension_Type numbers (1: XLA's profiler)
+  for (int t : runtime::PluginExtensions()) extensions.append(t);
+  d["extensions"] = extensions;
   d["device_count"] = r.device_count();
   py::list kinds;
   for (int k = 0; k < r.device_count(); ++k) kinds.append(r.device_kind(k));

@@ -14,6 +14,7 @@
 #include "backend/device/oom_count.h"
 #include "backend/device/stream_events.h"
 #include "backend/device/tpu_device.h"
+#include "backend/profiler/device_trace.h"
 #include "lowering/device_check.h"
 #include "settings/settings.h"
 
@@ -285,6 +286,8 @@ void verify_device_checks() {
 std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, const ProgramArgs& args, int device,
                                             const std::string& what, const CheckList& checks) {
   std::vector<runtime::BufferPtr> outs;
+  profiler::DeviceEventPtr traced;  // set only while torch.profiler records tpu events
+  if (profiler::recording()) traced = profiler::begin_program(what, device, args.list());
   try {
     outs = exe.Execute(args.list(), device, args.non_donatable_);
   } catch (const runtime::Error& e) {
@@ -293,6 +296,7 @@ std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, cons
                      e.what());
     TORCH_CHECK(false, "tpu: running ", what, " failed: ", e.what());
   }
+  if (traced) profiler::end_program(traced, exe, outs);
   for (size_t i : args.donated_) args.args_.at(i)->MarkDonated();
   g_donated += static_cast<int64_t>(args.donated_.size());
   g_copied += static_cast<int64_t>(args.non_donatable_.size());
