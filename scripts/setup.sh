@@ -6,7 +6,7 @@
 #   bash scripts/setup.sh                 # .venv, torch 2.13.0 (the main environment)
 #   bash scripts/setup.sh --torch 2.14    # .venv-2.14, torch 2.14.1, build/cmake-2.14
 #   bash scripts/setup.sh --torch 2.15    # .venv-2.15, torch 2.15.0, build/cmake-2.15
-#   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps
+#   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps (--torch 2.15 --titan: on 2.15)
 #   bash scripts/setup.sh --serving       # .venv plus the serving extras (vLLM, requirements-serving.txt)
 #   bash scripts/setup.sh --sglang        # --torch 2.14 plus SGLang 0.5.23 (requirements-sglang.txt)
 #   bash scripts/setup.sh --jax           # plus the jax extra (requirements-jax.txt): torch_tpu._internal.pallas
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TORCH_LINE=2.13
+TORCH_LINE=
 TITAN=0
 SERVING=0
 SGLANG=0
@@ -25,13 +25,17 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --torch) TORCH_LINE=${2:?--torch needs a version: 2.13, 2.14 or 2.15}; shift 2 ;;
     --torch=*) TORCH_LINE=${1#--torch=}; shift ;;
-    --titan) TITAN=1; TORCH_LINE=2.14; shift ;;
+    --titan) TITAN=1; shift ;;
     --serving) SERVING=1; shift ;;
-    --sglang) SGLANG=1; TORCH_LINE=2.14; shift ;;
+    --sglang) SGLANG=1; shift ;;
     --jax) JAX=1; shift ;;
     *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14|2.15, --titan, --sglang, --serving, --jax)" >&2; exit 2 ;;
   esac
 done
+# TorchTitan and SGLang run on torch 2.14 unless --torch names another line.
+if [ -z "$TORCH_LINE" ]; then
+  if [ "$TITAN" = 1 ] || [ "$SGLANG" = 1 ]; then TORCH_LINE=2.14; else TORCH_LINE=2.13; fi
+fi
 case "$TORCH_LINE" in
   2.13) TORCH_VERSION=2.13.0; DEFAULT_VENV=.venv; DEFAULT_BUILD=build/cmake ;;
   # A CUDA build of torch (about 5.5 GB) that runs on the CPU; torchvision 0.29.1 matches it.
