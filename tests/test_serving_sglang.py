@@ -17,6 +17,8 @@ import textwrap
 
 import pytest
 
+from torch_tpu import settings
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = os.path.join(ROOT, ".venv-2.14", "bin", "python")
 
@@ -184,6 +186,9 @@ SERVER_DRIVER = textwrap.dedent(
 )
 
 
+# Heavy tier: the engine test above covers the model path, the scheduler
+# process and the platform plugin; this one adds SGLang's HTTP server.
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (a server process, ~50 s)")
 def test_server_completions_match_hf_greedy(tmp_path):
     (tmp_path / "driver.py").write_text(DRIVER)
     script = tmp_path / "server_driver.py"
