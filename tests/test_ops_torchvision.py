@@ -5,7 +5,7 @@ have tpu lowering rules
 (csrc/lowering/ops/torchvision_*.cpp); conftest makes any CPU fallback an
 error, and each test also asserts that none was counted. torchvision loads
 only beside torch 2.14's CUDA build, so this file runs in .venv-2.14
-(scripts/test_torch214.sh).
+(the torch 2.14 step of scripts/test.sh).
 """
 import pytest
 import torch
@@ -47,10 +47,16 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
-@pytest.mark.parametrize("aligned", [False, True])
-@pytest.mark.parametrize("sampling_ratio", [2, 0])
+# Each shape, each flag and each dtype at least once (the full cross product
+# costs minutes of compiles for no new path).
+ROI_ALIGN_CASES = [
+    (torch.float32, SHAPES[0], False, 2), (torch.float32, SHAPES[1], True, 0), (torch.float32, SHAPES[2], True, 2),
+    (torch.float64, SHAPES[1], False, 2), (torch.float64, SHAPES[2], False, 0),
+]
+
+
+@pytest.mark.parametrize("dtype,shape,aligned,sampling_ratio", ROI_ALIGN_CASES,
+                         ids=lambda v: "x".join(map(str, v[:5])) if isinstance(v, tuple) else str(v))
 def test_roi_align_forward_backward(dtype, shape, aligned, sampling_ratio):
     n, c, h, w, k, out, scale = shape
     gen = torch.Generator().manual_seed(n * 100 + k)
@@ -68,9 +74,9 @@ def test_roi_align_forward_backward(dtype, shape, aligned, sampling_ratio):
     torch.testing.assert_close(xt.grad.cpu(), xc.grad, **tol)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("shape", SHAPES[:2], ids=lambda s: "x".join(map(str, s[:5])))
-@pytest.mark.parametrize("sampling_ratio", [2, 0])
+@pytest.mark.parametrize("dtype,shape,sampling_ratio",
+                         [(torch.float32, SHAPES[0], 2), (torch.float32, SHAPES[1], 0), (torch.float64, SHAPES[1], 2)],
+                         ids=lambda v: "x".join(map(str, v[:5])) if isinstance(v, tuple) else str(v))
 def test_ps_roi_align_forward_backward(dtype, shape, sampling_ratio):
     n, c, h, w, k, out, scale = shape
     c = 2 * out[0] * out[1]  # two output channels
@@ -124,9 +130,8 @@ def _boxes(k, gen, dtype):
     return torch.cat([xy, xy + wh], 1).to(dtype)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("k", [1, 9, 60])
-@pytest.mark.parametrize("iou", [0.0, 0.3, 0.7])
+@pytest.mark.parametrize("dtype,k,iou", [(torch.float32, 1, 0.3), (torch.float32, 9, 0.0), (torch.float32, 60, 0.3),
+                                         (torch.float32, 60, 0.7), (torch.float64, 9, 0.7)])
 def test_nms(dtype, k, iou):
     gen = torch.Generator().manual_seed(k)
     boxes = _boxes(k, gen, dtype)
@@ -162,9 +167,10 @@ DEFORM = [
 ]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("case", DEFORM, ids=lambda c: "x".join(map(str, c[:5])))
-@pytest.mark.parametrize("use_mask", [True, False])
+@pytest.mark.parametrize("dtype,case,use_mask",
+                         [(torch.float32, DEFORM[0], True), (torch.float32, DEFORM[1], False),
+                          (torch.float64, DEFORM[1], True)],
+                         ids=lambda v: "x".join(map(str, v[:5])) if isinstance(v, tuple) else str(v))
 def test_deform_conv2d_forward_backward(dtype, case, use_mask):
     n, c, h, w, cout, (kh, kw), stride, padding, dilation, groups, og = case
     pair = lambda v: v if isinstance(v, tuple) else (v, v)  # noqa: E731
