@@ -74,18 +74,7 @@ def run(device, ranks, args, seed_args, workdir):
 
 
 def table(rows):
-    head = (f"{'run':16s} {'ranks':>5s} {'tok/s/rank':>10s} {'tok/s':>8s} {'steps/s':>8s} {'first s':>8s} "
-            f"{'built 1':>7s} {'built/step':>10s} {'loss 1':>8s} {'loss last':>9s}")
-    out = [head, "-" * len(head)]
-    for r in rows:
-        if r["status"] != "ok":
-            out.append(f"{r['name']:16s} {r['ranks']:5d} FAILED: {r['reason'].strip().splitlines()[-1][:80]}")
-            continue
-        ls = r["losses"]
-        out.append(f"{r['name']:16s} {r['ranks']:5d} {r['tokens_per_s_per_rank']:10.0f} {r['tokens_per_s']:8.0f} "
-                   f"{_f(r['steps_per_s'], '8.3f')} {_f(r['first_step_s'], '8.1f')} {_f(r['built_step_1'], '7d')} "
-                   f"{_f(r['built_per_step_after_2'], '10d')} {ls[min(ls)]:8.5f} {ls[max(ls)]:9.5f}")
-    return "\n".join(out)
+    return _bench.table(rows, extra=(("built 1", "built_step_1", "7d"), ("built/step", "built_per_step_after_2", "10d")))
 
 
 def ratios(rows):

@@ -95,13 +95,20 @@ def run(name, device, ranks, extra, args, seed_args, workdir):
     return summarize(name, device, ranks, losses, speed, log, time.perf_counter() - t0)
 
 
+def _width(fmt):
+    digits = fmt.split(".")[0].rstrip("dfs")
+    return int(digits) if digits else 0
+
+
 def _f(v, fmt):
-    return "-" if v is None else format(v, fmt)
+    return "-".rjust(_width(fmt)) if v is None else format(v, fmt)
 
 
-def table(rows):
+def table(rows, extra=()):
+    """One line per run; `extra` adds columns: (header, key, format) each."""
     head = (f"{'run':28s} {'ranks':>5s} {'tok/s/rank':>10s} {'tok/s':>8s} {'steps/s':>8s} {'first s':>8s} "
-            f"{'loss 1':>8s} {'loss last':>9s}")
+            + "".join(f"{h:>{_width(fmt)}s} " for h, _, fmt in extra)
+            + f"{'loss 1':>8s} {'loss last':>9s}")
     out = [head, "-" * len(head)]
     for r in rows:
         if r["status"] != "ok":
@@ -109,8 +116,9 @@ def table(rows):
             continue
         ls = r["losses"]
         out.append(f"{r['name']:28s} {r['ranks']:5d} {r['tokens_per_s_per_rank']:10.0f} {r['tokens_per_s']:8.0f} "
-                   f"{_f(r['steps_per_s'], '8.3f')} {_f(r['first_step_s'], '8.1f')} {ls[min(ls)]:8.5f} "
-                   f"{ls[max(ls)]:9.5f}")
+                   f"{_f(r['steps_per_s'], '8.3f')} {_f(r['first_step_s'], '8.1f')} "
+                   + "".join(f"{_f(r.get(key), fmt)} " for _, key, fmt in extra)
+                   + f"{ls[min(ls)]:8.5f} {ls[max(ls)]:9.5f}")
     return "\n".join(out)
 
 
