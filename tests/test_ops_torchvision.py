@@ -1,7 +1,7 @@
 """torchvision's detection ops on tpu against torchvision's CPU kernels.
 
-roi_align, ps_roi_align and deform_conv2d (forward and backward) and nms
-have tpu lowering rules
+roi_align, ps_roi_align, roi_pool, ps_roi_pool and deform_conv2d (forward
+and backward) and nms have tpu lowering rules
 (csrc/lowering/ops/torchvision_*.cpp); conftest makes any CPU fallback an
 error, and each test also asserts that none was counted. torchvision loads
 only beside torch 2.14's CUDA build, so this file runs in .venv-2.14
@@ -14,7 +14,7 @@ import torch_tpu
 
 torchvision = pytest.importorskip(
     "torchvision", reason="torchvision is installed only in the torch 2.14 environment (.venv-2.14)")
-from torchvision.ops import deform_conv2d, nms, ps_roi_align, roi_align  # noqa: E402
+from torchvision.ops import deform_conv2d, nms, ps_roi_align, ps_roi_pool, roi_align, roi_pool  # noqa: E402
 
 DEV = "tpu"
 
@@ -122,6 +122,67 @@ def test_roi_align_bad_boxes_raise():
         torch.ops.torchvision.roi_align(x.to(DEV), torch.zeros(2, 4, device=DEV), 1.0, 2, 2, 2, False)
     with pytest.raises(RuntimeError, match="K, 5"):
         torch.ops.torchvision.roi_align(x, torch.zeros(2, 4), 1.0, 2, 2, 2, False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
+def test_roi_pool_forward_backward(dtype, shape):
+    n, c, h, w, k, out, scale = shape
+    gen = torch.Generator().manual_seed(n * 10 + k)
+    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
+    rois = _rois(k, n, h, w, scale, gen, dtype)
+    xc = x.clone().requires_grad_()
+    xt = x.to(DEV).requires_grad_()
+    ref = roi_pool(xc, rois, out, scale)
+    got = roi_pool(xt, rois.to(DEV), out, scale)
+    torch.testing.assert_close(got.cpu(), ref, rtol=0, atol=0)
+    _, ref_arg = torch.ops.torchvision.roi_pool(x, rois, scale, *out)
+    _, got_arg = torch.ops.torchvision.roi_pool(x.to(DEV), rois.to(DEV), scale, *out)
+    assert torch.equal(got_arg.cpu(), ref_arg)
+    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
+    ref.backward(g)
+    got.backward(g.to(DEV))
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
+def test_ps_roi_pool_forward_backward(dtype, shape):
+    n, c, h, w, k, out, scale = shape
+    c = 2 * out[0] * out[1]
+    gen = torch.Generator().manual_seed(n * 5 + k)
+    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
+    rois = _rois(k, n, h, w, scale, gen, dtype)
+    xc = x.clone().requires_grad_()
+    xt = x.to(DEV).requires_grad_()
+    ref = ps_roi_pool(xc, rois, out, scale)
+    got = ps_roi_pool(xt, rois.to(DEV), out, scale)
+    torch.testing.assert_close(got.cpu(), ref)
+    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
+    ref.backward(g)
+    got.backward(g.to(DEV))
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_roi_pool_bins_on_integer_bounds(dtype):
+    """ROI sizes whose bin bounds land on whole pixels (7 rows in 3 bins: a bin
+    ends at 3 * (7 / 3)), where a bin size one ulp off moves a bound by a pixel."""
+    x = torch.randn(1, 2, 16, 16, generator=torch.Generator().manual_seed(3), dtype=dtype)
+    rois = torch.tensor([[0, 0, 0, size - 1, size - 1] for size in range(1, 15)], dtype=dtype)
+    for out in [(3, 3), (5, 7), (6, 5)]:
+        ref, ref_arg = torch.ops.torchvision.roi_pool(x, rois, 1.0, *out)
+        got, got_arg = torch.ops.torchvision.roi_pool(x.to(DEV), rois.to(DEV), 1.0, *out)
+        assert torch.equal(got.cpu(), ref) and torch.equal(got_arg.cpu(), ref_arg), out
+        xp = torch.randn(1, 2 * out[0] * out[1], 16, 16, dtype=dtype)
+        ref_ps, _ = torch.ops.torchvision.ps_roi_pool(xp, rois, 1.0, *out)
+        got_ps, _ = torch.ops.torchvision.ps_roi_pool(xp.to(DEV), rois.to(DEV), 1.0, *out)
+        torch.testing.assert_close(got_ps.cpu(), ref_ps)
+
+
+def test_roi_pool_bad_boxes_raise():
+    with pytest.raises(RuntimeError, match="K, 5"):
+        torch.ops.torchvision.roi_pool(torch.randn(1, 1, 4, 4, device=DEV), torch.zeros(2, 4, device=DEV), 1.0, 2, 2)
 
 
 def _boxes(k, gen, dtype):

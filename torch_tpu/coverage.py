@@ -39,9 +39,9 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 _COMPLEX32 = "complex32 (chalf); tpu stores complex64 and complex128 only"
 _SPARSE = "sparse layouts; tpu tensors are dense (strided) only"
 # Ops outside PyTorch's OpInfo database with tpu rules and tests of their own.
-OUTSIDE_OPINFO = ("Outside OpInfo: torchvision's detection ops `nms`, `roi_align`, `ps_roi_align` and "
-                  "`deform_conv2d` (forward and backward) are native on tpu in the torch 2.14 environment "
-                  "(tests/test_ops_torchvision.py); `roi_pool` and `ps_roi_pool` still fall back to the CPU.")
+OUTSIDE_OPINFO = ("Outside OpInfo: torchvision's detection ops `nms`, `roi_align`, `ps_roi_align`, `roi_pool`, "
+                  "`ps_roi_pool` and `deform_conv2d` (forward and backward) are native on tpu in the torch 2.14 "
+                  "environment (tests/test_ops_torchvision.py).")
 UNSUPPORTED = {
     "chalf": _COMPLEX32,
     **{k: _SPARSE for k in ("to_sparse", "sparse.mm.reduce", "sparse.sampled_addmm")},
