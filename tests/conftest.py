@@ -53,11 +53,12 @@ def allow_fallback():
 
 # Under pytest-xdist (scripts/test.sh runs two workers), tests that start
 # several processes of their own or time wall clock run one after another on
-# one worker, so that they never compete with each other for the cores.
+# one worker, so that they never compete with each other for the cores or
+# for memory (two multi-rank TorchTitan runs side by side outgrow 24 GiB).
 _ONE_AT_A_TIME = ("test_dist_", "test_benchmarks.py", "test_exit_after_backward.py",
                   "test_persistent_cache.py", "test_dataloader_workers.py",
                   "test_streams_events.py", "test_non_blocking.py", "test_serving_",
-                  "test_torchtitan.py")
+                  "test_torchtitan")
 
 
 def pytest_collection_modifyitems(config, items):
