@@ -32,7 +32,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 DEVICES = ("tpu", "cpu")
 
 
-CONFIGS = ("llama3_debugmodel_sdpa", "qwen3_moe_debug_sdpa")
+CONFIGS = ("llama3_debugmodel_sdpa", "qwen3_moe_debug_sdpa", "qwen3_moe_debug_sdpa_2_layers")
 # program_counter.py's line: "tpu programs: rank 0 step 3 built 0 compiled 0 (0.00 s)"
 PROGRAM_LINE = re.compile(r"tpu programs: rank (\d+) step (\d+) built (\d+) compiled (\d+)")
 

@@ -17,6 +17,8 @@ with the same SDPA attention and, for expert parallelism, the fixed-capacity
 token dispatcher of capacity_dispatcher.py, so that every step runs the same
 XLA programs on every rank. With EP 1 the dispatcher is TorchTitan's local one.
 Each tpu rank logs the programs it built per step (program_counter.py).
+`qwen3_moe_debug_sdpa_2_layers` keeps its first 2 of 8 layers: the same
+blocks at about a quarter of the memory, for tests that run beside others.
 """
 from torchtitan.models.common.attention import ScaledDotProductAttention
 from torchtitan.models.llama3.config_registry import llama3_debugmodel
@@ -40,4 +42,10 @@ def qwen3_moe_debug_sdpa():
     use_capacity_dispatch(config.model_spec.model)
     count_programs_per_step(config.model_spec)
     config.training.disable_cuda_graphs = True  # a CUDA feature; its EP check refuses other dispatchers
+    return config
+
+
+def qwen3_moe_debug_sdpa_2_layers():
+    config = qwen3_moe_debug_sdpa()
+    del config.model_spec.model.layers[2:]
     return config
