@@ -22,14 +22,13 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine_info import machine, save_results  # noqa: E402
+from torchrun_driver import add_arguments, parse_ranks, run_workers  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 TRANSPORTS = ("tpu_dist", "gloo")
 DEVICES = {"tpu_dist": "tpu", "gloo": "cpu"}
@@ -122,24 +121,9 @@ def worker(args):
 # ---------------------------------------------------------------- driver side
 
 def run_ranks(n, sizes, args):
-    """One torchrun of n workers -> their rows, or a failure reason."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
-           "--max-restarts", "0", os.path.abspath(__file__), "--worker",
-           "--sizes", ",".join(map(str, sizes)), "--iter-scale", str(args.iter_scale)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.setdefault("OMP_NUM_THREADS", "1")
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=args.timeout, env=env, cwd=HERE)
-    except subprocess.TimeoutExpired as t:
-        out = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
-        return None, f"timed out after {args.timeout}s", out[-3000:]
-    wall = time.perf_counter() - t0
-    for line in p.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX):]), wall, ""
-    return None, f"torchrun exited {p.returncode} without a result", p.stdout[-3000:]
+    """One torchrun of n workers -> (their rows, wall seconds, "") or (None, the reason, the output's tail)."""
+    worker_args = ["--sizes", ",".join(map(str, sizes)), "--iter-scale", str(args.iter_scale)]
+    return run_workers(__file__, n, worker_args, args.timeout, RESULT_PREFIX)
 
 
 def table(n, rows):
@@ -168,21 +152,13 @@ def main():
     p.add_argument("--ranks", default="2,4", help="comma-separated process counts (2, 4, 8)")
     p.add_argument("--quick", action="store_true", help="smoke test: 2 ranks, up to 1 MiB, few iterations")
     p.add_argument("--iter-scale", type=float, default=1.0, help="multiplies the timed calls per size")
-    p.add_argument("--timeout", type=int, default=600, help="seconds per torchrun")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    add_arguments(p)
     p.add_argument("--sizes", default="", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return worker(args)
 
-    try:
-        ranks = [int(r) for r in args.ranks.split(",") if r]
-    except ValueError:
-        raise SystemExit(f"--ranks must be comma-separated integers, got {args.ranks!r}")
-    bad = [r for r in ranks if r not in (2, 4, 8)]
-    if bad or not ranks:
-        raise SystemExit(f"unsupported --ranks {args.ranks}: choose from 2, 4, 8")
+    ranks = parse_ranks(args.ranks, (2, 4, 8))
     sizes = SIZES
     if args.quick:
         ranks, sizes, args.iter_scale = [2], QUICK_SIZES, min(args.iter_scale, 0.2)

@@ -20,35 +20,30 @@ import tempfile
 import time
 
 CHILD_FLAG = "--child"
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
 def child():
     t_start = float(os.environ["TT_FIRST_STEP_T0"])  # the parent's clock at spawn
+    sys.path.insert(0, EXAMPLES)
+    import quickstart  # examples/quickstart.py: loads torch and torch_tpu (import_s)
     import torch
-    import torch.nn as nn
 
     import torch_tpu
 
     t_import = time.time()
-    device = torch.device("tpu")
-    torch.manual_seed(0)
-    x = torch.rand(512, 2) * 2 - 1
-    y = (torch.sin(3 * x[:, :1]) + x[:, 1:] ** 2) + 0.01 * torch.randn(512, 1)
-    x, y = x.to(device), y.to(device)
-    model = nn.Sequential(nn.Linear(2, 64), nn.GELU(), nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 1)).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    x, y, model, opt = quickstart.setup(torch.device("tpu"))
 
     t_loop = time.time()
-    first_step = None
-    for step in range(201):
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        if step % 25 == 0:
-            value = loss.item()
-            if step == 0:
-                first_step = time.time()
+    first_step = value = None
+
+    def report(step, loss):
+        nonlocal first_step, value
+        value = loss
+        if step == 0:
+            first_step = time.time()
+
+    quickstart.train(x, y, model, opt, report)
     t_end = time.time()
     info = torch_tpu.cache_info()
     print("RESULT " + json.dumps({

@@ -19,7 +19,6 @@ steps 2..N; first step: cold XLA program cache. `built/step` is the most program
 rank built in one step after step 2 (program_counter.py), `built 1` those of step 1.
 Ratio: tpu / CPU total tokens/s at each rank count.
 """
-import argparse
 import datetime
 import os
 import sys
@@ -30,10 +29,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples" / "torchtitan"))
-from machine_info import machine, save_results  # noqa: E402
+
 
 def _titan_bench():
-    """benchmarks/torchtitan.py (its log readers), loaded by path: its name is the package's."""
+    """benchmarks/torchtitan.py (its command line, seed run, log readers and report), loaded by path: its
+    name is the package's."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("titan_bench", HERE / "torchtitan.py")
     module = importlib.util.module_from_spec(spec)
@@ -90,37 +90,14 @@ def ratios(rows):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ranks", default="1,2,4")
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch", type=int, default=2, help="local batch per rank")
-    p.add_argument("--quick", action="store_true", help="seq 32, batch 2, 5 steps, ranks 1,2")
-    p.add_argument("--timeout", type=int, default=1800, help="seconds per torchrun")
-    p.add_argument("--out", default=str(HERE / "results"))
-    p.add_argument("--workdir", default="", help="run folders (default: a temporary folder)")
-    args = p.parse_args()
-    if args.quick:
-        args.steps, args.seq_len, args.batch, args.ranks = 5, 32, 2, "1,2"
-    try:
-        ranks = sorted({int(r) for r in args.ranks.split(",") if r})
-    except ValueError:
-        raise SystemExit(f"--ranks must be comma-separated integers, got {args.ranks!r}")
-    if args.steps < 3:
-        raise SystemExit("--steps must be at least 3 (steps/s is timed from step 2)")
+    args, ranks = _bench.parse_args(__doc__, steps=8, seq_len=128, batch=2, timeout=1800, quick=(5, 32, 2, "1,2"))
     os.environ.pop("TORCH_TPU_NUM_DEVICES", None)  # each rank sees LOCAL_WORLD_SIZE devices
-
-    from run import run_titan
 
     started = datetime.datetime.now(datetime.timezone.utc)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="moe_bench_"))
     print(f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; TorchTitan {CONFIG}, seq {args.seq_len} x "
           f"local batch {args.batch}, float32, {args.steps} steps per run; runs in {workdir}", flush=True)
-    run_titan(workdir / "seed", 1, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                                       "--parallelism.data_parallel_shard_degree=1"],
-              echo=False, timeout=args.timeout, seq_len=args.seq_len, batch=args.batch, config=CONFIG)
-    step0 = next((workdir / "seed" / "outputs" / "checkpoint").glob("step-0"))
-    seed_args = ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=100000"]
+    seed_args = _bench.seed_checkpoint(workdir, args, config=CONFIG)
 
     rows = []
     for n in ranks:
@@ -130,17 +107,7 @@ def main():
             print(f"{r['name']}: " + ("ok" if r["status"] == "ok" else "FAILED"), f"(load {os.getloadavg()[0]:.2f})",
                   flush=True)
     print("\n" + table(rows))
-    rat = ratios(rows)
-    for k, v in rat.items():
-        print(f"{k:45s} {v:.3g}")
-    if max(ranks) > os.cpu_count():
-        print(f"note: {max(ranks)} ranks on {os.cpu_count()} cores oversubscribe the CPU")
-    doc = {"date": started.isoformat(timespec="seconds"), "machine": machine(),
-           "args": {"ranks": ranks, "steps": args.steps, "seq_len": args.seq_len, "batch": args.batch,
-                    "quick": args.quick}, "results": {r["name"]: r for r in rows}, "ratios": rat}
-    path = save_results(doc, args.out, "moe", started)
-    print(f"results: {path}")
-    return 0 if all(r["status"] == "ok" for r in rows) else 1
+    return _bench.finish("moe", started, args, ranks, rows, ratios(rows), key_width=45)
 
 
 if __name__ == "__main__":

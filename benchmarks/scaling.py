@@ -54,14 +54,13 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine_info import machine, save_results  # noqa: E402
+from torchrun_driver import add_arguments, parse_ranks, run_workers  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 TRANSPORTS = ("tpu_dist", "gloo")
 RESULT_PREFIX = "SCALING_JSON "
 # Model and batch: small enough for a 2-core machine.
@@ -255,24 +254,10 @@ def worker(args):
 # ---------------------------------------------------------------- driver side
 
 def run_ranks(n, args):
-    """One torchrun of n workers -> (their document, wall seconds) or (None, reason, tail)."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
-           "--max-restarts", "0", os.path.abspath(__file__), "--worker",
-           "--warmup", str(args.warmup), "--steps", str(args.steps), "--comm-reps", str(args.comm_reps)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.pop("TORCH_TPU_NUM_DEVICES", None)
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=args.timeout, env=env, cwd=HERE)
-    except subprocess.TimeoutExpired as t:
-        out = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
-        return None, f"timed out after {args.timeout}s", out[-3000:]
-    for line in p.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX):]), time.perf_counter() - t0, ""
-    return None, f"torchrun exited {p.returncode} without a result", p.stdout[-3000:]
+    """One torchrun of n workers -> (their document, wall seconds, "") or (None, the reason, the output's tail)."""
+    worker_args = ["--warmup", str(args.warmup), "--steps", str(args.steps), "--comm-reps", str(args.comm_reps)]
+    # Each rank sees LOCAL_WORLD_SIZE devices, not the count this process was given.
+    return run_workers(__file__, n, worker_args, args.timeout, RESULT_PREFIX, unset_env=("TORCH_TPU_NUM_DEVICES",))
 
 
 def summarize(doc):
@@ -361,18 +346,11 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--comm-reps", type=int, default=5)
-    p.add_argument("--timeout", type=int, default=600, help="seconds per torchrun")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    add_arguments(p)
     args = p.parse_args()
     if args.worker:
         return worker(args)
-    try:
-        ranks = [int(r) for r in args.ranks.split(",") if r]
-    except ValueError:
-        raise SystemExit(f"--ranks must be comma-separated integers, got {args.ranks!r}")
-    if not ranks or any(r not in (1, 2, 4, 8) for r in ranks):
-        raise SystemExit(f"unsupported --ranks {args.ranks}: choose from 1, 2, 4, 8")
+    ranks = parse_ranks(args.ranks, (1, 2, 4, 8))
     if args.quick:
         args.warmup, args.steps, args.comm_reps = 1, 3, 3
 

@@ -64,7 +64,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "serving"))
 from machine_info import machine, save_results  # noqa: E402
+from tiny_llama import build_tiny_llama  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENGINES = ("tpu", "cpu")
@@ -74,27 +76,13 @@ START_TIMEOUT_S = 900
 
 
 def build_model(path, prompt_tokens, tokens):
-    """Random Llama and an offline BPE tokenizer (nothing from a hub)."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
+    """examples/serving/tiny_llama.py's Llama, 4 layers of hidden 128, its tokenizer trained on random
+    sentences of WORDS -> the tokenizer."""
     rng = random.Random(0)
     corpus = [" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(200)]
-    # Metaspace pieces are whole characters: every token decodes on its own.
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.decoder = decoders.Metaspace()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=256, special_tokens=["<unk>", "<s>", "</s>"]))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
-    fast.save_pretrained(path)
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(fast), hidden_size=128, intermediate_size=256, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-                         max_position_embeddings=max(256, 2 * (prompt_tokens + tokens)),
-                         bos_token_id=1, eos_token_id=2)
-    LlamaForCausalLM(config).eval().save_pretrained(path)
-    return fast
+    tok, _ = build_tiny_llama(path, corpus, vocab_size=256, hidden_size=128, intermediate_size=256,
+                              num_hidden_layers=4, max_position_embeddings=max(256, 2 * (prompt_tokens + tokens)))
+    return tok
 
 
 def make_prompt(tok, n_tokens, seed):
@@ -368,24 +356,23 @@ def targets(results, concurrency):
     return out
 
 
+# How each of targets()'s entries reads: (what it asks, the figure that shows how it went).
+TARGET_TEXT = {
+    "no_programs_after_warmup": lambda x: ("load run needs no new program after warm-up",
+                                           f"{x['programs_in_load']} programs"),
+    "batching_scales": lambda x: (f"tok/s at N={x['n_high']} >= 4x N={x['n_low']}", f"{x['ratio']:.2f}x"),
+    "vs_vllm_cpu": lambda x: (f"tpu tok/s at N={x['n']} >= vLLM's CPU backend",
+                              f"tpu/cpu = {x['tpu_over_cpu']:.3g}, needs >= 1.0"),
+    "tpot_vs_step": lambda x: (f"TPOT at N={x['n']} <= 1.2x the worker's in-step time", f"{x['ratio']:.3g}x"),
+}
+
+
 def describe(t, results, concurrency):
     lines = []
-    if "no_programs_after_warmup" in t:
-        x = t["no_programs_after_warmup"]
-        lines.append(f"target: load run needs no new program after warm-up: "
-                     f"{'met' if x['met'] else 'MISSED'} ({x['programs_in_load']} programs)")
-    if "batching_scales" in t:
-        x = t["batching_scales"]
-        lines.append(f"target: tok/s at N={x['n_high']} >= 4x N={x['n_low']}: {'met' if x['met'] else 'MISSED'} "
-                     f"({x['ratio']:.2f}x)")
-    if "vs_vllm_cpu" in t:
-        x = t["vs_vllm_cpu"]
-        lines.append(f"target: tpu tok/s at N={x['n']} >= vLLM's CPU backend: "
-                     f"{'met' if x['met'] else 'MISSED'} (tpu/cpu = {x['tpu_over_cpu']:.3g}, needs >= 1.0)")
-    if "tpot_vs_step" in t:
-        x = t["tpot_vs_step"]
-        lines.append(f"target: TPOT at N={x['n']} <= 1.2x the worker's in-step time: "
-                     f"{'met' if x['met'] else 'MISSED'} ({x['ratio']:.3g}x)")
+    for key, text in TARGET_TEXT.items():
+        if key in t:
+            what, figure = text(t[key])
+            lines.append(f"target: {what}: {'met' if t[key]['met'] else 'MISSED'} ({figure})")
     if all(results.get(e, {}).get("status") == "ok" for e in ENGINES):
         rows = {e: results[e]["rows"] for e in ENGINES}
         ratios = [f"N={n}: {rows['tpu'][str(n)]['tokens_per_s'] / rows['cpu'][str(n)]['tokens_per_s']:.3g}"

@@ -142,39 +142,72 @@ def ratios(by_name):
     return res
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ranks", default="1,2,4", help="tpu eager rank counts for steps/s (2 is always run)")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--seq-len", type=int, default=256)
-    p.add_argument("--batch", type=int, default=4, help="local batch per rank")
-    p.add_argument("--quick", action="store_true", help="seq 64, batch 2, 4 steps, ranks 1,2")
-    p.add_argument("--timeout", type=int, default=900, help="seconds per torchrun")
+def parse_args(description, steps, seq_len, batch, timeout, quick, ranks_help=None, always_ranks=()):
+    """The command line of the TorchTitan benchmarks (this one and moe.py) -> (args, sorted rank counts).
+    `quick`: what --quick sets, (steps, seq_len, batch, ranks); `always_ranks` join --ranks."""
+    q_steps, q_seq_len, q_batch, q_ranks = quick
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", default="1,2,4", help=ranks_help)
+    p.add_argument("--steps", type=int, default=steps)
+    p.add_argument("--seq-len", type=int, default=seq_len)
+    p.add_argument("--batch", type=int, default=batch, help="local batch per rank")
+    p.add_argument("--quick", action="store_true",
+                   help=f"seq {q_seq_len}, batch {q_batch}, {q_steps} steps, ranks {q_ranks}")
+    p.add_argument("--timeout", type=int, default=timeout, help="seconds per torchrun")
     p.add_argument("--out", default=str(HERE / "results"))
     p.add_argument("--workdir", default="", help="run folders (default: a temporary folder)")
     args = p.parse_args()
     if args.quick:
-        args.steps, args.seq_len, args.batch, args.ranks = 4, 64, 2, "1,2"
+        args.steps, args.seq_len, args.batch, args.ranks = quick
     try:
-        ranks = sorted({int(r) for r in args.ranks.split(",") if r} | {2})
+        ranks = sorted({int(r) for r in args.ranks.split(",") if r} | set(always_ranks))
     except ValueError:
         raise SystemExit(f"--ranks must be comma-separated integers, got {args.ranks!r}")
     if args.steps < 3:
         raise SystemExit("--steps must be at least 3 (steps/s is timed from step 2)")
-    os.environ.pop("TORCH_TPU_NUM_DEVICES", None)  # each rank sees LOCAL_WORLD_SIZE devices
+    return args, ranks
 
+
+def seed_checkpoint(workdir, args, **titan):
+    """Writes TorchTitan's step-0 checkpoint (DCP) with a 1-rank tpu run in workdir/seed -> the arguments that
+    start a run from it. `titan`: more of run_titan's arguments (config=...)."""
     from run import run_titan
+
+    run_titan(workdir / "seed", 1, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
+                                       "--parallelism.data_parallel_shard_degree=1"],
+              echo=False, timeout=args.timeout, seq_len=args.seq_len, batch=args.batch, **titan)
+    step0 = next((workdir / "seed" / "outputs" / "checkpoint").glob("step-0"))
+    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=100000"]
+
+
+def finish(stem, started, args, ranks, rows, rat, key_width, legend=None):
+    """Prints the ratios `rat`, a note when the ranks outnumber the cores, and `legend`; writes
+    benchmarks/results/<stem>_<stamp>.json -> the exit status: 0 when every run was ok."""
+    for k, v in rat.items():
+        print(f"{k:{key_width}s} {v:.3g}")
+    if max(ranks) > os.cpu_count():
+        print(f"note: {max(ranks)} ranks on {os.cpu_count()} cores oversubscribe the CPU")
+    if legend:
+        print(legend)
+    doc = {"date": started.isoformat(timespec="seconds"), "machine": machine(),
+           "args": {"ranks": ranks, "steps": args.steps, "seq_len": args.seq_len, "batch": args.batch,
+                    "quick": args.quick}, "results": {r["name"]: r for r in rows}, "ratios": rat}
+    path = save_results(doc, args.out, stem, started)
+    print(f"results: {path}")
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+def main():
+    args, ranks = parse_args(__doc__, steps=10, seq_len=256, batch=4, timeout=900, quick=(4, 64, 2, "1,2"),
+                             ranks_help="tpu eager rank counts for steps/s (2 is always run)", always_ranks=(2,))
+    os.environ.pop("TORCH_TPU_NUM_DEVICES", None)  # each rank sees LOCAL_WORLD_SIZE devices
 
     started = datetime.datetime.now(datetime.timezone.utc)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="torchtitan_bench_"))
     print(f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; TorchTitan llama3_debugmodel_sdpa, "
           f"seq {args.seq_len} x local batch {args.batch}, float32, SAC, {args.steps} steps per run; "
           f"runs in {workdir}", flush=True)
-    run_titan(workdir / "seed", 1, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                                       "--parallelism.data_parallel_shard_degree=1"],
-              echo=False, timeout=args.timeout, seq_len=args.seq_len, batch=args.batch)
-    step0 = next((workdir / "seed" / "outputs" / "checkpoint").glob("step-0"))
-    seed_args = ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=100000"]
+    seed_args = seed_checkpoint(workdir, args)
 
     plan = [(f"tpu_eager_fsdp2_{n}", "tpu", n, []) for n in ranks]
     plan += [("tpu_compiled_fsdp2_2", "tpu", 2, COMPILE), ("cpu_gloo_fsdp2_2", "cpu", 2, [])]
@@ -183,21 +216,11 @@ def main():
         r = run(name, device, n, extra, args, seed_args, workdir)
         rows.append(r)
         print(f"{name}: " + ("ok" if r["status"] == "ok" else "FAILED"), flush=True)
-    by_name = {r["name"]: r for r in rows}
     print("\n" + table(rows))
-    rat = ratios(by_name)
-    for k, v in rat.items():
-        print(f"{k:55s} {v:.3g}")
-    if max(ranks) > os.cpu_count():
-        print(f"note: {max(ranks)} ranks on {os.cpu_count()} cores oversubscribe the CPU")
-    print("tok/s/rank: TorchTitan's tps (median, steps >= 3); steps/s from its step-line times, steps 2..N; "
-          "first s: step 1, cold XLA program cache (tracing + compiling included)")
-    doc = {"date": started.isoformat(timespec="seconds"), "machine": machine(),
-           "args": {"ranks": ranks, "steps": args.steps, "seq_len": args.seq_len, "batch": args.batch,
-                    "quick": args.quick}, "results": by_name, "ratios": rat}
-    path = save_results(doc, args.out, "torchtitan", started)
-    print(f"results: {path}")
-    return 0 if all(r["status"] == "ok" for r in rows) else 1
+    legend = ("tok/s/rank: TorchTitan's tps (median, steps >= 3); steps/s from its step-line times, steps 2..N; "
+              "first s: step 1, cold XLA program cache (tracing + compiling included)")
+    return finish("torchtitan", started, args, ranks, rows, ratios({r["name"]: r for r in rows}), key_width=55,
+                  legend=legend)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,27 @@ def assert_all_compiled():
     assert s["compiles"] >= 1
 
 
+def train_side_by_side(m, opt_c, d, opt_d, x, y, steps, rtol, atol):
+    """`steps` cross-entropy training steps of the CPU model m (eager) and its tpu copy d
+    (one compiled step function); every step's losses agree."""
+    xd, yd = x.to("tpu"), y.to("tpu")
+
+    @torch.compile(backend="tpu")
+    def step(x, y):
+        loss = F.cross_entropy(d(x), y)
+        loss.backward()
+        opt_d.step()
+        opt_d.zero_grad()
+        return loss
+
+    for _ in range(steps):
+        loss_c = F.cross_entropy(m(x), y)
+        loss_c.backward()
+        opt_c.step()
+        opt_c.zero_grad()
+        torch.testing.assert_close(step(xd, yd).cpu(), loss_c, rtol=rtol, atol=atol)
+
+
 def mlp():
     return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4))
 
@@ -51,22 +72,7 @@ def test_training_step_with_adamw_matches_cpu():
     opt_c = torch.optim.AdamW(m.parameters(), lr=1e-2)
     opt_d = torch.optim.AdamW(d.parameters(), lr=1e-2)
     x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
-    xd, yd = x.to("tpu"), y.to("tpu")
-
-    @torch.compile(backend="tpu")
-    def step(x, y):
-        loss = F.cross_entropy(d(x), y)
-        loss.backward()
-        opt_d.step()
-        opt_d.zero_grad()
-        return loss
-
-    for _ in range(10):
-        loss_c = F.cross_entropy(m(x), y)
-        loss_c.backward()
-        opt_c.step()
-        opt_c.zero_grad()
-        torch.testing.assert_close(step(xd, yd).cpu(), loss_c, rtol=1e-4, atol=1e-5)
+    train_side_by_side(m, opt_c, d, opt_d, x, y, steps=10, rtol=1e-4, atol=1e-5)
     for p, q in zip(m.parameters(), d.parameters()):
         assert q.device.type == "tpu"
         torch.testing.assert_close(q.cpu(), p, rtol=1e-4, atol=1e-5)
@@ -108,21 +114,7 @@ def test_conv_net_training_matches_cpu():
     opt_c = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
     opt_d = torch.optim.SGD(d.parameters(), lr=0.1, momentum=0.9)
     x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 5, (4,))
-
-    @torch.compile(backend="tpu")
-    def step(x, y):
-        loss = F.cross_entropy(d(x), y)
-        loss.backward()
-        opt_d.step()
-        opt_d.zero_grad()
-        return loss
-
-    for _ in range(3):
-        loss_c = F.cross_entropy(m(x), y)
-        loss_c.backward()
-        opt_c.step()
-        opt_c.zero_grad()
-        torch.testing.assert_close(step(x.to("tpu"), y.to("tpu")).cpu(), loss_c, rtol=1e-4, atol=1e-4)
+    train_side_by_side(m, opt_c, d, opt_d, x, y, steps=3, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(d[1].running_mean.cpu(), m[1].running_mean, rtol=1e-4, atol=1e-5)
     assert_all_compiled()
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch_tpu  # noqa: F401
+from fresh_python import run_snippet
 
 
 def test_accelerator_memory_api_follows_live_buffers():
@@ -117,17 +118,16 @@ def test_randperm_with_a_tpu_generator():
 
 
 def test_manual_seed_before_the_device_starts_is_applied(tmp_path):
-    import subprocess
-    import sys
-    code = ("import torch, torch_tpu\n"
-            "torch.manual_seed(5)\n"
-            "assert not torch_tpu._C._is_initialized()\n"
-            "a = torch.rand(4, device='tpu').cpu()\n"
-            "torch.tpu.manual_seed_all(5)\n"
-            "assert torch.equal(a, torch.rand(4, device='tpu').cpu())\n"
-            "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+    run_snippet(
+        """
+        import torch, torch_tpu
+        torch.manual_seed(5)
+        assert not torch_tpu._C._is_initialized()
+        a = torch.rand(4, device="tpu").cpu()
+        torch.tpu.manual_seed_all(5)
+        assert torch.equal(a, torch.rand(4, device="tpu").cpu())
+        """,
+        cwd=tmp_path, timeout=120)
 
 
 def test_pin_memory_pins_and_uploads():

@@ -238,30 +238,42 @@ def _cpu_reference():
     return losses, [p.detach() for p in model.parameters()]
 
 
+def _train_on_rank(model, rank, world):
+    """SGD on this rank's share of each batch -> the losses, averaged over the ranks."""
+    dev = torch.device(f"tpu:{rank}")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for x, y in _batches():
+        xs, ys = x.chunk(world)[rank].to(dev), y.chunk(world)[rank].to(dev)
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(xs), ys)
+        loss.backward()
+        opt.step()
+        full = loss.detach().clone()
+        dist.all_reduce(full, op=dist.ReduceOp.AVG)
+        losses.append(full.item())
+    return losses
+
+
+def _assert_equal_cpu_reference(results):
+    """Every rank's (losses, parameters) equal one CPU process's."""
+    ref_losses, ref_params = _cpu_reference()
+    for losses, params in results:
+        torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), rtol=1e-5, atol=1e-6)
+        for p, q in zip(params, ref_params):
+            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
 def test_ddp_equals_one_cpu_process():
     base = _model()  # built once: the rank threads share torch's CPU generator
 
     def body(rank, world):
         dev = torch.device(f"tpu:{rank}")
         ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(base).to(dev))
-        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-        losses = []
-        for x, y in _batches():
-            xs, ys = x.chunk(world)[rank].to(dev), y.chunk(world)[rank].to(dev)
-            opt.zero_grad()
-            loss = nn.functional.mse_loss(ddp(xs), ys)
-            loss.backward()
-            opt.step()
-            full = loss.detach().clone()
-            dist.all_reduce(full, op=dist.ReduceOp.AVG)
-            losses.append(full.item())
+        losses = _train_on_rank(ddp, rank, world)
         return losses, [p.detach().cpu() for p in ddp.module.parameters()]
 
-    ref_losses, ref_params = _cpu_reference()
-    for losses, params in run(body):
-        torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), rtol=1e-5, atol=1e-6)
-        for p, q in zip(params, ref_params):
-            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    _assert_equal_cpu_reference(run(body))
 
 
 def test_fsdp2_equals_one_cpu_process():
@@ -275,24 +287,10 @@ def test_fsdp2_equals_one_cpu_process():
         for layer in (model[0], model[2]):
             fully_shard(layer)
         fully_shard(model)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses = []
-        for x, y in _batches():
-            xs, ys = x.chunk(world)[rank].to(dev), y.chunk(world)[rank].to(dev)
-            opt.zero_grad()
-            loss = nn.functional.mse_loss(model(xs), ys)
-            loss.backward()
-            opt.step()
-            full = loss.detach().clone()
-            dist.all_reduce(full, op=dist.ReduceOp.AVG)
-            losses.append(full.item())
+        losses = _train_on_rank(model, rank, world)
         return losses, [p.full_tensor().detach().cpu() for p in model.parameters()]
 
-    ref_losses, ref_params = _cpu_reference()
-    for losses, params in run(body):
-        torch.testing.assert_close(torch.tensor(losses), torch.tensor(ref_losses), rtol=1e-5, atol=1e-6)
-        for p, q in zip(params, ref_params):
-            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    _assert_equal_cpu_reference(run(body))
 
 
 @pytest.mark.xfail(strict=True, reason="eager DTensor on in-process ranks: sharding propagation's fake ops mix "

@@ -126,38 +126,26 @@ def test_roi_align_bad_boxes_raise():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
-def test_roi_pool_forward_backward(dtype, shape):
+@pytest.mark.parametrize("op", ["roi_pool", "ps_roi_pool"])
+def test_roi_pool_forward_backward(op, dtype, shape):
+    """roi_pool (max, exact, with its argmax) and ps_roi_pool (average over a
+    channel per bin: 2 output channels)."""
     n, c, h, w, k, out, scale = shape
+    if op == "ps_roi_pool":
+        c = 2 * out[0] * out[1]
     gen = torch.Generator().manual_seed(n * 10 + k)
     x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
     rois = _rois(k, n, h, w, scale, gen, dtype)
+    pool = roi_pool if op == "roi_pool" else ps_roi_pool
     xc = x.clone().requires_grad_()
     xt = x.to(DEV).requires_grad_()
-    ref = roi_pool(xc, rois, out, scale)
-    got = roi_pool(xt, rois.to(DEV), out, scale)
-    torch.testing.assert_close(got.cpu(), ref, rtol=0, atol=0)
-    _, ref_arg = torch.ops.torchvision.roi_pool(x, rois, scale, *out)
-    _, got_arg = torch.ops.torchvision.roi_pool(x.to(DEV), rois.to(DEV), scale, *out)
-    assert torch.equal(got_arg.cpu(), ref_arg)
-    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
-    ref.backward(g)
-    got.backward(g.to(DEV))
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:5])))
-def test_ps_roi_pool_forward_backward(dtype, shape):
-    n, c, h, w, k, out, scale = shape
-    c = 2 * out[0] * out[1]
-    gen = torch.Generator().manual_seed(n * 5 + k)
-    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
-    rois = _rois(k, n, h, w, scale, gen, dtype)
-    xc = x.clone().requires_grad_()
-    xt = x.to(DEV).requires_grad_()
-    ref = ps_roi_pool(xc, rois, out, scale)
-    got = ps_roi_pool(xt, rois.to(DEV), out, scale)
-    torch.testing.assert_close(got.cpu(), ref)
+    ref = pool(xc, rois, out, scale)
+    got = pool(xt, rois.to(DEV), out, scale)
+    # The max is one input value; the average sums in another order.
+    torch.testing.assert_close(got.cpu(), ref, **(dict(rtol=0, atol=0) if op == "roi_pool" else {}))
+    _, ref_index = getattr(torch.ops.torchvision, op)(x, rois, scale, *out)  # argmax / channel mapping
+    _, got_index = getattr(torch.ops.torchvision, op)(x.to(DEV), rois.to(DEV), scale, *out)
+    assert torch.equal(got_index.cpu(), ref_index)
     g = torch.randn(ref.shape, generator=gen, dtype=dtype)
     ref.backward(g)
     got.backward(g.to(DEV))

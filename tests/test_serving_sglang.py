@@ -12,6 +12,7 @@ nothing comes from a hub.
 
 import json
 import os
+import shutil
 import subprocess
 import textwrap
 
@@ -21,6 +22,7 @@ from torch_tpu import settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = os.path.join(ROOT, ".venv-2.14", "bin", "python")
+TINY_LLAMA = os.path.join(ROOT, "examples", "serving", "tiny_llama.py")
 
 
 def _sglang_installed():
@@ -42,7 +44,8 @@ pytestmark = [
 DRIVER = textwrap.dedent(
     '''
     import json, sys
-    import torch
+
+    from tiny_llama import build_tiny_llama
 
     PROMPTS = [
         "the quick brown fox",
@@ -54,32 +57,12 @@ DRIVER = textwrap.dedent(
 
 
     def build(path):
-        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-        from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
         corpus = [
             "the quick brown fox jumps over the lazy dog",
             "a tiny llama serves tokens on a tpu",
             "hello world from sglang and torch",
         ] * 20
-        tok = Tokenizer(models.BPE(unk_token="<unk>"))
-        tok.pre_tokenizer = pre_tokenizers.Metaspace()
-        tok.decoder = decoders.Metaspace()
-        trainer = trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"])
-        tok.train_from_iterator(corpus, trainer)
-        fast = PreTrainedTokenizerFast(
-            tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
-        )
-        fast.save_pretrained(path)
-        torch.manual_seed(0)
-        config = LlamaConfig(
-            vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-            max_position_embeddings=256, bos_token_id=1, eos_token_id=2,
-        )
-        model = LlamaForCausalLM(config).eval()
-        model.save_pretrained(path)
-        return fast, model
+        return build_tiny_llama(path, corpus)
 
 
     def hf_greedy(fast, model):
@@ -121,18 +104,26 @@ DRIVER = textwrap.dedent(
 )
 
 
-def test_engine_generate_matches_hf_greedy(tmp_path):
-    driver = tmp_path / "driver.py"
-    driver.write_text(DRIVER)
+def _run(tmp_path, script):
+    """Writes driver.py, server_driver.py and the model builder they import
+    (examples/serving/tiny_llama.py) into tmp_path, runs `script` (one of the
+    two) with .venv-2.14's python -> the RESULT it printed."""
+    shutil.copy(TINY_LLAMA, tmp_path)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    (tmp_path / "server_driver.py").write_text(SERVER_DRIVER)
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                SGLANG_PLATFORM="tpu", TORCH_TPU_FALLBACK="error")
     proc = subprocess.run(
-        [PYTHON, str(driver), str(tmp_path / "model")], cwd="/", env=env,
+        [PYTHON, str(tmp_path / script), str(tmp_path / "model")], cwd="/", env=env,
         capture_output=True, text=True, timeout=420,
     )
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-8000:]
-    result = json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_engine_generate_matches_hf_greedy(tmp_path):
+    result = _run(tmp_path, "driver.py")
     assert result["platform"] == "TpuSRTPlatform"
     assert result["attention"] == "torch_native"
     assert len(result["got"]) == 4 and all(len(ids) == 8 for ids in result["got"])
@@ -190,17 +181,6 @@ SERVER_DRIVER = textwrap.dedent(
 # process and the platform plugin; this one adds SGLang's HTTP server.
 @pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (a server process, ~50 s)")
 def test_server_completions_match_hf_greedy(tmp_path):
-    (tmp_path / "driver.py").write_text(DRIVER)
-    script = tmp_path / "server_driver.py"
-    script.write_text(SERVER_DRIVER)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               SGLANG_PLATFORM="tpu", TORCH_TPU_FALLBACK="error")
-    proc = subprocess.run(
-        [PYTHON, str(script), str(tmp_path / "model")], cwd="/", env=env,
-        capture_output=True, text=True, timeout=420,
-    )
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stdout[-4000:] + proc.stderr[-8000:]
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = _run(tmp_path, "server_driver.py")
     assert result["usage"]["completion_tokens"] == 8
     assert result["got"] == result["ref"]

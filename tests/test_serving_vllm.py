@@ -23,6 +23,9 @@ import urllib.request
 import pytest
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "serving"))
+from tiny_llama import build_tiny_llama  # noqa: E402
+
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("vllm") is None,
     reason="vLLM is not installed: run `bash scripts/setup.sh --serving`",
@@ -40,50 +43,18 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}assistant:{% endif %}"
 )
 CHAT = [{"role": "user", "content": "hello world"}]
-
-
-def _build_model(path):
-    """Random Llama (head_dim 32, grouped KV heads) and an offline BPE tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    corpus = [
-        "the quick brown fox jumps over the lazy dog",
-        "a tiny llama serves tokens on a tpu",
-        "hello world from vllm and torch",
-    ] * 20
-    # Metaspace pieces are whole characters, so every token decodes to text
-    # on its own (no partial UTF-8 bytes) and texts compare exactly.
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.decoder = decoders.Metaspace()
-    trainer = trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"])
-    tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
-    fast.chat_template = CHAT_TEMPLATE
-    fast.save_pretrained(path)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=32,
-        max_position_embeddings=256,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    model = LlamaForCausalLM(config).eval()
-    model.save_pretrained(path)
-    return fast, model
+# The tokenizer's training text.
+CORPUS = [
+    "the quick brown fox jumps over the lazy dog",
+    "a tiny llama serves tokens on a tpu",
+    "hello world from vllm and torch",
+] * 20
 
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
     path = tmp_path_factory.mktemp("llama")
-    tok, model = _build_model(str(path))
+    tok, model = build_tiny_llama(str(path), CORPUS, chat_template=CHAT_TEMPLATE)
 
     def greedy(ids):
         ids = torch.tensor([ids])

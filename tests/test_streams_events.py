@@ -5,20 +5,19 @@ A tpu stream orders completion only (buffers never change): an event marks
 makes later marks of the stream include the event's work, and nothing here
 ever waits for the whole device. Tests that need pending work build a long
 chain of matmuls; conftest runs with two devices."""
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 import torch
+from fresh_python import run_snippet
 
 import torch_tpu
 
 
 # TORCH_TPU_LAUNCH_BLOCKING=1 waits for every program as it is issued.
-needs_pending_work = pytest.mark.skipif(torch_tpu._C._launch_blocking(),
-                                        reason="launch blocking: no work is ever pending")
+NO_PENDING_WORK = "launch blocking: no work is ever pending"
+needs_pending_work = pytest.mark.skipif(torch_tpu._C._launch_blocking(), reason=NO_PENDING_WORK)
 
 
 def long_work(device="tpu", n=1024, steps=40):
@@ -27,6 +26,25 @@ def long_work(device="tpu", n=1024, steps=40):
     for _ in range(steps):
         x = x @ x
     return x
+
+
+def long_work_on(stream):
+    """long_work() enqueued on `stream` -> (its result, the event recorded after it)."""
+    with torch.tpu.stream(stream):
+        x = long_work()
+    return x, stream.record_event()
+
+
+@pytest.fixture
+def tpu0_busy():
+    """Long work pending on a stream of tpu:0 -> (the event recorded after it,
+    a new stream of tpu:1); the work's result lives until the test ends."""
+    if torch_tpu._C._launch_blocking():
+        pytest.skip(NO_PENDING_WORK)
+    s0, s1 = torch.tpu.Stream(device=0), torch.tpu.Stream(device=1)
+    x, e0 = long_work_on(s0)
+    yield e0, s1
+    del x
 
 
 def wait_until(pred, timeout=30.0):
@@ -244,9 +262,7 @@ def test_interprocess_event_is_refused():
 @needs_pending_work
 def test_rerecording_moves_the_event_and_earlier_waits_keep_their_version():
     s = torch.tpu.Stream()
-    with torch.tpu.stream(s):
-        x = long_work()
-    e = s.record_event()
+    x, e = long_work_on(s)
     other = torch.tpu.Stream()
     other.wait_event(e)  # waits for the version recorded now
     e.record(torch.tpu.Stream())  # an idle stream: the new version is complete
@@ -259,14 +275,10 @@ def test_rerecording_moves_the_event_and_earlier_waits_keep_their_version():
 
 # ---- ordering across streams, and no whole-device waits ------------------------------
 
-@needs_pending_work
-def test_streams_are_independent_without_a_wait():
+def test_streams_are_independent_without_a_wait(tpu0_busy):
     # XLA's CPU plugin runs one device's programs in order, so independence
     # shows across devices: waiting for tpu:1's stream leaves tpu:0's pending.
-    s0, s1 = torch.tpu.Stream(device=0), torch.tpu.Stream(device=1)
-    with torch.tpu.stream(s0):
-        x = long_work()
-    e0 = s0.record_event()
+    e0, s1 = tpu0_busy
     with torch.tpu.stream(s1):
         y = torch.ones(8, device="tpu") + 1
     e1 = s1.record_event()
@@ -277,15 +289,12 @@ def test_streams_are_independent_without_a_wait():
     assert idle.query()  # an idle stream's event is complete, whatever else runs
     torch.tpu.synchronize()
     assert e0.query()
-    del x
 
 
 @needs_pending_work
 def test_wait_event_orders_completion_without_blocking():
     s1, s2, s3 = torch.tpu.Stream(), torch.tpu.Stream(), torch.tpu.Stream()
-    with torch.tpu.stream(s1):
-        x = long_work()
-    e1 = s1.record_event()
+    x, e1 = long_work_on(s1)
     t0 = time.perf_counter()
     s2.wait_event(e1)  # returns at once
     assert time.perf_counter() - t0 < 0.5  # the work takes seconds
@@ -298,12 +307,8 @@ def test_wait_event_orders_completion_without_blocking():
     del x
 
 
-@needs_pending_work
-def test_wait_event_across_devices():
-    s0, s1 = torch.tpu.Stream(device=0), torch.tpu.Stream(device=1)
-    with torch.tpu.stream(s0):
-        x = long_work()
-    e0 = s0.record_event()
+def test_wait_event_across_devices(tpu0_busy):
+    e0, s1 = tpu0_busy
     s1.wait_event(e0)
     with torch.tpu.stream(s1):
         z = torch.ones(8, device="tpu") * 3
@@ -312,7 +317,6 @@ def test_wait_event_across_devices():
     assert e1.query() is False  # ... but work after the wait completes after e0's
     e1.synchronize()
     assert e0.query()
-    del x
 
 
 @needs_pending_work
@@ -346,9 +350,7 @@ def test_default_stream_event_sees_work_of_the_default_stream_only():
 
 def test_event_wait_in_a_thread_does_not_hold_the_device():
     s = torch.tpu.Stream()
-    with torch.tpu.stream(s):
-        x = long_work()
-    e = s.record_event()
+    x, e = long_work_on(s)
     done = []
     t = threading.Thread(target=lambda: (e.synchronize(), done.append(True)))
     t.start()
@@ -363,9 +365,7 @@ def test_event_wait_in_a_thread_does_not_hold_the_device():
 @pytest.mark.parametrize("what", ["event", "stream"])
 def test_waiting_releases_the_gil(what):
     s = torch.tpu.Stream()
-    with torch.tpu.stream(s):
-        x = long_work()
-    e = s.record_event()
+    x, e = long_work_on(s)
     t = threading.Thread(target=e.synchronize if what == "event" else s.synchronize)
     t.start()
     ticks = 0
@@ -427,16 +427,17 @@ def test_record_stream_is_accepted():
 
 def test_is_initialized_follows_first_use_and_set_device(tmp_path):
     # DeviceMesh calls torch.tpu.set_device(LOCAL_RANK) unless is_initialized().
-    code = ("import torch, torch_tpu\n"
-            "assert not torch.tpu.is_initialized()\n"
-            "torch.tpu.set_device(1)\n"
-            "assert torch.tpu.is_initialized() and torch.tpu.current_device() == 1\n"
-            "m = torch.nn.Linear(2, 2).to(1)\n"
-            "assert m.weight.device == torch.device('tpu:1')\n"
-            "assert torch.tpu.current_stream().device_index == 1\n"
-            "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+    run_snippet(
+        """
+        import torch, torch_tpu
+        assert not torch.tpu.is_initialized()
+        torch.tpu.set_device(1)
+        assert torch.tpu.is_initialized() and torch.tpu.current_device() == 1
+        m = torch.nn.Linear(2, 2).to(1)
+        assert m.weight.device == torch.device("tpu:1")
+        assert torch.tpu.current_stream().device_index == 1
+        """,
+        cwd=tmp_path, timeout=120)
 
 
 def test_device_habits_with_two_devices():

@@ -11,6 +11,7 @@ relative) can still print one unit of 1e-5 apart; 2e-5 absolute over the first
 steps (measured: equal to all 5 decimals for 19 of 20 steps, 1e-5 at step 20).
 A DCP checkpoint saved at step 10 and resumed gives the uninterrupted run's
 steps 11-20."""
+import json
 import math
 import os
 import shutil
@@ -48,31 +49,46 @@ _RUNNER = """
 import json, os, sys
 os.environ.pop("TORCH_TPU_NUM_DEVICES", None)
 sys.path.insert(0, {example!r})
-from run import run_titan
-losses, speed, log = run_titan({workdir!r}, {nproc}, {steps}, {extra!r}, echo=False, timeout=900, seq_len=64, batch=2,
-                               device={device!r})
-print("LOSSES=" + json.dumps(losses))
+from run import run_titan, programs_built
+losses, speed, log = run_titan({workdir!r}, {nproc}, {steps}, {extra!r}, echo=False, **{titan!r})
+print("RESULT=" + json.dumps({{"losses": losses, "built": programs_built(log)}}))
 """
 
 
-def _run(workdir, nproc, extra, steps=STEPS, device="tpu"):
+def run_titan_in_venv(workdir, nproc, extra, steps, **titan):
+    """examples/torchtitan's run_titan in .venv-2.14 -> ({step: loss}, {step: programs built}).
+    `titan`: run_titan's keyword arguments (timeout, seq_len, batch, device, config); the
+    process gets 300 s more than TorchTitan's timeout."""
     code = _RUNNER.format(example=str(ROOT / "examples" / "torchtitan"), workdir=str(workdir), nproc=nproc,
-                          steps=steps, extra=list(extra), device=device)
-    r = subprocess.run([str(VENV), "-c", code], cwd="/", capture_output=True, text=True, timeout=1200)
+                          steps=steps, extra=list(extra), titan=titan)
+    r = subprocess.run([str(VENV), "-c", code], cwd="/", capture_output=True, text=True,
+                       timeout=titan["timeout"] + 300)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    line = [x for x in r.stdout.splitlines() if x.startswith("LOSSES=")][-1]
-    import json
-    return {int(k): v for k, v in json.loads(line[len("LOSSES="):]).items()}
+    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT=")][-1]
+    out = json.loads(line[len("RESULT="):])
+    return ({int(k): v for k, v in out["losses"].items()}, {int(k): v for k, v in out["built"].items()})
+
+
+def _run(workdir, nproc, extra, steps=STEPS, device="tpu"):
+    losses, _ = run_titan_in_venv(workdir, nproc, extra, steps, timeout=900, seq_len=64, batch=2, device=device)
+    return losses
+
+
+def make_seed_checkpoint(run, folder):
+    """TorchTitan's step-0 DCP checkpoint, written by a 1-rank run(folder, nproc, extra)
+    -> the arguments that start a run from it. Those runs only load it: TorchTitan
+    would otherwise save at the last step, which for the MoE model doubles a rank's
+    memory (to ~11 GB) for a checkpoint no test reads."""
+    run(folder, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
+                    "--parallelism.data_parallel_shard_degree=1"])
+    step0 = next((folder / "outputs" / "checkpoint").glob("step-0"))
+    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.load_only"]
 
 
 @pytest.fixture(scope="module")
 def seed_checkpoint(tmp_path_factory):
     """TorchTitan's step-0 DCP checkpoint of the debug model, from a 1-rank run."""
-    seed = tmp_path_factory.mktemp("seed")
-    _run(seed, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                   "--parallelism.data_parallel_shard_degree=1"])
-    step0 = next((seed / "outputs" / "checkpoint").glob("step-0"))
-    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=1000"]
+    return make_seed_checkpoint(_run, tmp_path_factory.mktemp("seed"))
 
 
 FSDP2 = ["--parallelism.data_parallel_shard_degree=2"]
@@ -111,11 +127,14 @@ def test_20_steps_eager_and_compiled_on_tpu_equal_cpu_with_gloo(tmp_path, seed_c
     _assert_same_losses(compiled, cpu, abs_tol=5e-5, rel_tol=0, steps=20)
 
 
-@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1")
-def test_fsdp2_on_tpu_equals_replicated_training(tmp_path, seed_checkpoint, fsdp2_tpu):
-    ddp = _run(tmp_path / "ddp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=1",
-                                                       "--parallelism.data_parallel_replicate_degree=2"])
-    _assert_same_losses(fsdp2_tpu, ddp)
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (2 or 4 ranks)")
+@pytest.mark.parametrize("nproc,parallelism", [
+    (2, ["--parallelism.data_parallel_shard_degree=1", "--parallelism.data_parallel_replicate_degree=2"]),
+    (4, ["--parallelism.data_parallel_shard_degree=2", "--parallelism.tensor_parallel_degree=2"]),
+], ids=["replicated", "fsdp2_x_tensor_parallel_4_ranks"])
+def test_fsdp2_on_tpu_equals(tmp_path, seed_checkpoint, fsdp2_tpu, nproc, parallelism):
+    other = _run(tmp_path / "other", nproc, seed_checkpoint + parallelism)
+    _assert_same_losses(other, fsdp2_tpu)
 
 
 # Heavy tier: tensor parallel over tpu_dist is checked in the default tier by
@@ -126,13 +145,6 @@ def test_tensor_parallel_2_equals_one_rank(tmp_path, seed_checkpoint):
     tp = _run(tmp_path / "tp", 2, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=1",
                                                      "--parallelism.tensor_parallel_degree=2"])
     _assert_same_losses(tp, one)
-
-
-@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (4 ranks)")
-def test_fsdp2_x_tensor_parallel_on_4_ranks(tmp_path, seed_checkpoint, fsdp2_tpu):
-    fsdp_tp = _run(tmp_path / "fsdp_tp", 4, seed_checkpoint + ["--parallelism.data_parallel_shard_degree=2",
-                                                               "--parallelism.tensor_parallel_degree=2"])
-    _assert_same_losses(fsdp_tp, fsdp2_tpu)
 
 
 # Heavy tier: DCP save and resume on tpu is checked in the default tier by

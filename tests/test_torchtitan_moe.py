@@ -1,7 +1,8 @@
 """TorchTitan 0.3.0, unchanged, trains its Qwen3 MoE debug model (64 experts, top 8)
 on tpu with FSDP2 x expert parallel 2 over 2 ranks (examples/torchtitan,
 `--config qwen3_moe_debug_sdpa`: SDPA attention and the fixed-capacity token
-dispatcher of capacity_dispatcher.py). Needs `bash scripts/setup.sh --titan`.
+dispatcher of capacity_dispatcher.py; its first 2 layers in the default tier, all 8 in the
+heavy one). Needs `bash scripts/setup.sh --titan`.
 
 The reference is TorchTitan's own trainer on the CPU with gloo, FSDP2 over 2 ranks
 and EP 1 (expert parallelism does not change the math), from the same seed
@@ -10,9 +11,7 @@ to float32 reduction-order noise (TorchTitan logs 5 decimals; grouped matmuls su
 weight gradients over rows in another order under EP). After warm-up a step builds
 no XLA program on any rank: every shape the dispatcher makes depends on the batch
 only."""
-import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,9 +19,8 @@ import pytest
 
 from torch_tpu import settings
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_torchtitan import VENV, _titan_ready  # noqa: E402
+from test_torchtitan import _titan_ready, make_seed_checkpoint, run_titan_in_venv  # noqa: E402
 
 pytestmark = [
     pytest.mark.skipif(not _titan_ready(),
@@ -30,35 +28,28 @@ pytestmark = [
 ]
 
 STEPS = 4
-CONFIG = "qwen3_moe_debug_sdpa"
-_RUNNER = """
-import json, os, sys
-os.environ.pop("TORCH_TPU_NUM_DEVICES", None)
-sys.path.insert(0, {example!r})
-from run import run_titan, programs_built
-losses, speed, log = run_titan({workdir!r}, {nproc}, {steps}, {extra!r}, echo=False, timeout=1500, seq_len=32, batch=2,
-                               device={device!r}, config={config!r})
-print("RESULT=" + json.dumps({{"losses": losses, "built": programs_built(log)}}))
-"""
+CONFIG = "qwen3_moe_debug_sdpa"  # 8 layers: the heavy tier
+# The default tier's model: the same blocks, 2 layers. A tpu rank of the 8-layer
+# model peaks near 11 GB here, so two ranks outgrow a 24 GiB machine beside
+# other tests.
+SHORT_CONFIG = "qwen3_moe_debug_sdpa_2_layers"
 
 
-def _run(workdir, nproc, extra, steps=STEPS, device="tpu"):
-    code = _RUNNER.format(example=str(ROOT / "examples" / "torchtitan"), workdir=str(workdir), nproc=nproc,
-                          steps=steps, extra=list(extra), device=device, config=CONFIG)
-    r = subprocess.run([str(VENV), "-c", code], cwd="/", capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT=")][-1]
-    out = json.loads(line[len("RESULT="):])
-    return ({int(k): v for k, v in out["losses"].items()}, {int(k): v for k, v in out["built"].items()})
+def _run(workdir, nproc, extra, steps=STEPS, device="tpu", config=CONFIG):
+    return run_titan_in_venv(workdir, nproc, extra, steps, timeout=1500, seq_len=32, batch=2, device=device,
+                             config=config)
 
 
 @pytest.fixture(scope="module")
 def seed_checkpoint(tmp_path_factory):
-    seed = tmp_path_factory.mktemp("moe_seed")
-    _run(seed, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                   "--parallelism.data_parallel_shard_degree=1"])
-    step0 = next((seed / "outputs" / "checkpoint").glob("step-0"))
-    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=1000"]
+    """config -> the arguments that start a run from its seed checkpoint (made once)."""
+    made = {}
+
+    def for_config(config):
+        if config not in made:
+            made[config] = make_seed_checkpoint(lambda *a: _run(*a, config=config), tmp_path_factory.mktemp("moe_seed"))
+        return made[config]
+    return for_config
 
 
 FSDP2 = ["--parallelism.data_parallel_shard_degree=2"]
@@ -81,9 +72,10 @@ def _assert_same_losses(got, want, abs_tol, steps=STEPS):
 
 
 def test_moe_fsdp2_x_ep2_on_tpu_equals_cpu_and_builds_no_program_after_warmup(tmp_path, seed_checkpoint):
-    cpu, cpu_built = _run(tmp_path / "cpu", 2, seed_checkpoint + FSDP2, device="cpu")
+    seed = seed_checkpoint(SHORT_CONFIG)
+    cpu, cpu_built = _run(tmp_path / "cpu", 2, seed + FSDP2, device="cpu", config=SHORT_CONFIG)
     assert cpu_built == {}  # torch_tpu is not loaded in the reference
-    tpu, built = _run(tmp_path / "tpu", 2, seed_checkpoint + FSDP2_EP2)
+    tpu, built = _run(tmp_path / "tpu", 2, seed + FSDP2_EP2, config=SHORT_CONFIG)
     _assert_same_losses(tpu, cpu, abs_tol=MOE_LOSS_TOL)
     assert sorted(built) == list(range(1, STEPS + 1)), built
     assert built[1] > 0, built  # the counter sees the warm-up builds
@@ -99,8 +91,9 @@ def test_moe_fsdp2_x_ep2_on_tpu_equals_cpu_and_builds_no_program_after_warmup(tm
 ], ids=["one_rank", "fsdp2", "fsdp2_ep2", "fsdp4_ep4"])
 def test_moe_20_steps_on_tpu_equal_cpu(tmp_path, seed_checkpoint, nproc, extra):
     """20 steps against the CPU with gloo at the same data-parallel size (same batches), EP 1."""
-    cpu, _ = _run(tmp_path / "cpu", nproc, seed_checkpoint + [f"--parallelism.data_parallel_shard_degree={nproc}"],
+    seed = seed_checkpoint(CONFIG)
+    cpu, _ = _run(tmp_path / "cpu", nproc, seed + [f"--parallelism.data_parallel_shard_degree={nproc}"],
                   steps=20, device="cpu")
-    tpu, built = _run(tmp_path / "tpu", nproc, seed_checkpoint + extra, steps=20)
+    tpu, built = _run(tmp_path / "tpu", nproc, seed + extra, steps=20)
     _assert_same_losses(tpu, cpu, abs_tol=1.5 * MOE_LOSS_TOL, steps=20)
     assert all(built[s] == 0 for s in range(3, 21)), built

@@ -85,3 +85,16 @@ class TrainStep:
             if n in self._names and p.grad is None:  # first call, or zero_grad(set_to_none=True)
                 p.grad = torch.zeros_like(p)
         return self._compiled(*batch)
+
+
+def eager_train_step(model, loss_fn, optimizer):
+    """The plain training step that TrainStep replaces, as one function:
+    `step(*batch)` runs zero_grad, loss_fn(model, *batch), backward() and
+    optimizer.step() and returns the loss, detached."""
+    def step(*batch):
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model, *batch)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+    return step

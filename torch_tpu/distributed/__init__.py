@@ -39,14 +39,7 @@ from . import environment, launch_env, spmd
 from .environment import prepare_tpu_environment
 from .in_process import RankError, launch_in_process
 from .launch_env import compute_tpu_launch_env, register_client_store, set_tpu_launch_env
-from .spmd import (
-    spmd_all_gather,
-    spmd_all_reduce,
-    spmd_all_to_all,
-    spmd_permute,
-    spmd_program_text,
-    spmd_reduce_scatter,
-)
+from .spmd import *  # noqa: F401,F403  (the spmd_* collectives: spmd.__all__, listed in __all__ below)
 
 BACKEND_NAME = "tpu_dist"
 # Store keys of the inner gloo transport, and the records of failed

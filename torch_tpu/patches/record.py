@@ -84,3 +84,22 @@ class EnvironmentDefault:
 
     def installed(self):
         return self._done and self.variable in os.environ
+
+
+class AppliedByEngine:
+    """The install/installed pair of a patch to an engine's configuration,
+    which the engine applies itself: it asks torch_tpu's platform, and the
+    platform calls the patch module's apply(), which calls applied().
+    Nothing to install; installed once applied."""
+
+    def __init__(self):
+        self._applied = False
+
+    def applied(self):
+        self._applied = True
+
+    def install(self):
+        """Nothing to install: the engine's call to the platform applies the patch."""
+
+    def installed(self):
+        return self._applied

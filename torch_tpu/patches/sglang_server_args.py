@@ -4,30 +4,22 @@ SGLang asks the platform for defaults (SRTPlatform.apply_server_args_defaults);
 TpuSRTPlatform answers by calling apply(). Only arguments the user left unset
 change.
 """
-from .record import Patch
+from .record import AppliedByEngine, Patch
 
 NAME = "sglang_server_args"
 ATTENTION_BACKEND = "torch_native"
 SAMPLING_BACKEND = "pytorch"
-_applied = False
+_STATE = AppliedByEngine()
+install, installed = _STATE.install, _STATE.installed
 
 
 def apply(server_args):
     """Defaults that keep SGLang on its plain-PyTorch paths on tpu."""
-    global _applied
     if getattr(server_args, "attention_backend", None) is None:
         server_args.attention_backend = ATTENTION_BACKEND
     if getattr(server_args, "sampling_backend", None) is None:
         server_args.sampling_backend = SAMPLING_BACKEND
-    _applied = True
-
-
-def install():
-    """Nothing to install: SGLang calls TpuSRTPlatform.apply_server_args_defaults, which calls apply()."""
-
-
-def installed():
-    return _applied
+    _STATE.applied()
 
 
 PATCH = Patch(

@@ -8,19 +8,19 @@ is here, each with its reason.
 import os
 
 from .. import settings
-from .record import Patch
+from .record import AppliedByEngine, Patch
 
 NAME = "vllm_config"
 WORKER_CLASS = "torch_tpu.serving.vllm.worker.TpuWorker"
 COMPILER_CLASS = "torch_tpu.serving.vllm.compiler.TpuCompiler"
 # Tokens per KV cache block when the user does not choose one.
 DEFAULT_BLOCK_SIZE = 16
-_applied = False
+_STATE = AppliedByEngine()
+install, installed = _STATE.install, _STATE.installed
 
 
 def apply(vllm_config):
     """Adjusts vllm_config for tpu in place (TpuPlatform.check_and_update_config)."""
-    global _applied
     from vllm.config import CompilationMode, CUDAGraphMode
 
     parallel_config = vllm_config.parallel_config
@@ -76,15 +76,7 @@ def apply(vllm_config):
     local_ranks = parallel_config.local_world_size * max(1, parallel_config.data_parallel_size_local)
     if local_ranks > 1 and settings.raw("TORCH_TPU_NUM_DEVICES") is None and not os.environ.get("LOCAL_WORLD_SIZE"):
         os.environ["TORCH_TPU_NUM_DEVICES"] = str(local_ranks)
-    _applied = True
-
-
-def install():
-    """Nothing to install: vLLM calls TpuPlatform.check_and_update_config, which calls apply()."""
-
-
-def installed():
-    return _applied
+    _STATE.applied()
 
 
 PATCH = Patch(

@@ -76,17 +76,11 @@ class Tuned:
         """step(*batch) -> loss, as the tuned mode runs it: TrainStep, a
         compiled loop or an eager loop (zero_grad, loss_fn(model, *batch),
         backward, optimizer.step())."""
-        if self.mode == "trainstep":
-            import torch_tpu
-            return torch_tpu.TrainStep(model, loss_fn, optimizer)
+        from ..train_step import TrainStep, eager_train_step
 
-        def step(*batch):
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model, *batch)
-            loss.backward()
-            optimizer.step()
-            return loss.detach()
-        return self.compile(step)
+        if self.mode == "trainstep":
+            return TrainStep(model, loss_fn, optimizer)
+        return self.compile(eager_train_step(model, loss_fn, optimizer))
 
     def __repr__(self):
         return f"Tuned({self.settings})"

@@ -155,6 +155,8 @@ def load(source, device, batch_size=None):
     Returns (step, info): info says what the workload allows the tuner to try."""
     import torch
 
+    from ..train_step import eager_train_step
+
     ns = _functions(source)
     if STEP_FORM in ns:
         if batch_size is not None:
@@ -191,14 +193,8 @@ def load(source, device, batch_size=None):
     if loss_fn is not None:
         make_opt = ns.get("make_optimizer") or (lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3))
         opt = make_opt(model)
-
-        def train_step(*batch):
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model, *batch)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        step = Step(train_step, batches[0], model=model, loss_fn=loss_fn, optimizer=opt, tokens=tokens)
+        step = Step(eager_train_step(model, loss_fn, opt), batches[0], model=model, loss_fn=loss_fn, optimizer=opt,
+                    tokens=tokens)
     else:
         @torch.no_grad()
         def infer_step(*batch):

@@ -251,6 +251,14 @@ Value batch_index(Builder& b, const RoiPool& r, Value rois) {
                  b.constant_int(r.N - 1, DType::S64, k));
 }
 
+// Row and column bin bounds of ps_roi_pool's forward or backward (clipped as
+// above); the CPU backward also rounds the scaled corners as float32.
+std::pair<Bounds, Bounds> ps_bounds(Builder& b, const RoiPool& r, Value rois, bool backward) {
+  const int64_t clip = backward ? 0 : 1;
+  return {bin_bounds(b, r, column(b, rois, 2), column(b, rois, 4), r.PH, r.H - clip, false, backward),
+          bin_bounds(b, r, column(b, rois, 1), column(b, rois, 3), r.PW, r.W - clip, false, backward)};
+}
+
 // ps_roi_pool(input, rois, spatial_scale, pooled_height, pooled_width) -> (output, channel_mapping)
 Values ps_roi_pool(Builder& b, const Args& a, const Context&) {
   Value x = a[0].value(), rois = a[1].value();
@@ -265,8 +273,7 @@ Values ps_roi_pool(Builder& b, const Args& a, const Context&) {
   Value mapping = b.convert(cin, DType::S32);
   if (numel(out) == 0 || x.type.numel() == 0) return {full(b, 0, r.t, out), mapping};
   rois = b.convert(rois, r.t);
-  Bounds hb = bin_bounds(b, r, column(b, rois, 2), column(b, rois, 4), r.PH, r.H - 1, false);
-  Bounds wb = bin_bounds(b, r, column(b, rois, 1), column(b, rois, 3), r.PW, r.W - 1, false);
+  auto [hb, wb] = ps_bounds(b, r, rois, false);
   Value sum = ps_window_loop(b, p, hb, wb, batch_index(b, r, rois), cin, full(b, 0, r.t, out), x,
                              [out](Builder& bb, Value acc, Value src, Value idx, Value inside) {
                                hlo::Builder::GatherDims dn;
@@ -290,8 +297,7 @@ Values ps_roi_pool_backward(Builder& b, const Args& a, const Context&) {
   Shape in_shape{r.N, r.C, r.H, r.W}, out{r.K, p.C_out, r.PH, r.PW};
   if (numel(in_shape) == 0 || grad.type.numel() == 0) return {full(b, 0, r.t, in_shape)};
   rois = b.convert(rois, r.t);
-  Bounds hb = bin_bounds(b, r, column(b, rois, 2), column(b, rois, 4), r.PH, r.H, false, true);
-  Bounds wb = bin_bounds(b, r, column(b, rois, 1), column(b, rois, 3), r.PW, r.W, false, true);
+  auto [hb, wb] = ps_bounds(b, r, rois, true);
   auto [empty, area] = bin_area(b, p, hb, wb);
   Value diff = b.select(empty, full(b, 0, r.t, out), b.div(grad, area));
   Value cin = b.convert(a[2].value(), DType::S64);

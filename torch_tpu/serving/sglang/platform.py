@@ -16,17 +16,11 @@ from sglang.srt.platforms.interface import PlatformCapabilities, PlatformEnum, S
 
 from ...patches import sglang_server_args
 from ...patches.sglang_server_args import ATTENTION_BACKEND
-DIST_BACKEND = "tpu_dist"
-COMPILE_BACKEND = "tpu"
+from ..device_names import COMPILE_BACKEND, DIST_BACKEND, TpuDeviceNames
 
 
-class TpuSRTPlatform(SRTPlatform):
+class TpuSRTPlatform(TpuDeviceNames, SRTPlatform):
     _enum = PlatformEnum.OOT
-    device_name: str = "tpu"
-    device_type: str = "tpu"
-    # torch.library key of the device's kernels; SGLang registers its custom
-    # ops under PrivateUse1 for every out-of-tree platform.
-    dispatch_key: str = "PrivateUse1"
     # No Triton, no graph capture, no NCCL: the conservative answers.
     capabilities = PlatformCapabilities()
 

@@ -10,20 +10,18 @@ from vllm.platforms.interface import Platform, PlatformEnum
 
 from ...patches import vllm_config as tpu_config
 from ...patches.vllm_config import COMPILER_CLASS
+from ..device_names import COMPILE_BACKEND, DIST_BACKEND, TpuDeviceNames
 
 logger = init_logger(__name__)
 
 ATTENTION_BACKEND_CLASS = "torch_tpu.serving.vllm.attention.TpuAttentionBackend"
 
 
-class TpuPlatform(Platform):
+class TpuPlatform(TpuDeviceNames, Platform):
     _enum = PlatformEnum.OOT
-    device_name: str = "tpu"
-    device_type: str = "tpu"
-    dispatch_key: str = "PrivateUse1"
     ray_device_key: str = "TPU"
-    dist_backend: str = "tpu_dist"
-    simple_compile_backend: str = "tpu"
+    dist_backend: str = DIST_BACKEND
+    simple_compile_backend: str = COMPILE_BACKEND
     device_control_env_var: str = "TPU_VISIBLE_CHIPS"
 
     @property
