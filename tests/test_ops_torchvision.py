@@ -48,45 +48,33 @@ SHAPES = [
 
 
 # Each shape, each flag and each dtype at least once (the full cross product
-# costs minutes of compiles for no new path).
+# costs minutes of compiles for no new path). ps_roi_align has no `aligned`
+# flag (None) and takes boxes of positive size only (an empty grid divides by 0).
 ROI_ALIGN_CASES = [
-    (torch.float32, SHAPES[0], False, 2), (torch.float32, SHAPES[1], True, 0), (torch.float32, SHAPES[2], True, 2),
-    (torch.float64, SHAPES[1], False, 2), (torch.float64, SHAPES[2], False, 0),
+    ("roi_align", torch.float32, SHAPES[0], False, 2), ("roi_align", torch.float32, SHAPES[1], True, 0),
+    ("roi_align", torch.float32, SHAPES[2], True, 2), ("roi_align", torch.float64, SHAPES[1], False, 2),
+    ("roi_align", torch.float64, SHAPES[2], False, 0),
+    ("ps_roi_align", torch.float32, SHAPES[0], None, 2), ("ps_roi_align", torch.float32, SHAPES[1], None, 0),
+    ("ps_roi_align", torch.float64, SHAPES[1], None, 2),
 ]
 
 
-@pytest.mark.parametrize("dtype,shape,aligned,sampling_ratio", ROI_ALIGN_CASES,
+@pytest.mark.parametrize("op,dtype,shape,aligned,sampling_ratio", ROI_ALIGN_CASES,
                          ids=lambda v: "x".join(map(str, v[:5])) if isinstance(v, tuple) else str(v))
-def test_roi_align_forward_backward(dtype, shape, aligned, sampling_ratio):
+def test_roi_align_forward_backward(op, dtype, shape, aligned, sampling_ratio):
     n, c, h, w, k, out, scale = shape
+    if op == "ps_roi_align":
+        c = 2 * out[0] * out[1]  # two output channels
     gen = torch.Generator().manual_seed(n * 100 + k)
     x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
     rois = _rois(k, n, h, w, scale, gen, dtype)
+    align, args = roi_align, (out, scale, sampling_ratio, aligned)
+    if op == "ps_roi_align":
+        rois, align, args = rois[3:], ps_roi_align, args[:3]
     xc = x.clone().requires_grad_()
     xt = x.to(DEV).requires_grad_()
-    ref = roi_align(xc, rois, out, scale, sampling_ratio, aligned)
-    got = roi_align(xt, rois.to(DEV), out, scale, sampling_ratio, aligned)
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
-    torch.testing.assert_close(got.cpu(), ref, **tol)
-    g = torch.randn(ref.shape, generator=gen, dtype=dtype)
-    ref.backward(g)
-    got.backward(g.to(DEV))
-    torch.testing.assert_close(xt.grad.cpu(), xc.grad, **tol)
-
-
-@pytest.mark.parametrize("dtype,shape,sampling_ratio",
-                         [(torch.float32, SHAPES[0], 2), (torch.float32, SHAPES[1], 0), (torch.float64, SHAPES[1], 2)],
-                         ids=lambda v: "x".join(map(str, v[:5])) if isinstance(v, tuple) else str(v))
-def test_ps_roi_align_forward_backward(dtype, shape, sampling_ratio):
-    n, c, h, w, k, out, scale = shape
-    c = 2 * out[0] * out[1]  # two output channels
-    gen = torch.Generator().manual_seed(n * 7 + k)
-    x = torch.randn(n, c, h, w, generator=gen, dtype=dtype)
-    rois = _rois(k, n, h, w, scale, gen, dtype)[3:]  # boxes of positive size (an empty grid divides by 0)
-    xc = x.clone().requires_grad_()
-    xt = x.to(DEV).requires_grad_()
-    ref = ps_roi_align(xc, rois, out, scale, sampling_ratio)
-    got = ps_roi_align(xt, rois.to(DEV), out, scale, sampling_ratio)
+    ref = align(xc, rois, *args)
+    got = align(xt, rois.to(DEV), *args)
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(got.cpu(), ref, **tol)
     g = torch.randn(ref.shape, generator=gen, dtype=dtype)
