@@ -142,9 +142,10 @@ def ratios(by_name):
     return res
 
 
-def parse_args(description, steps, seq_len, batch, timeout, quick, ranks_help=None, always_ranks=()):
+def parse_args(description, steps, seq_len, batch, timeout, quick, ranks_help=None, always_ranks=(), configs=()):
     """The command line of the TorchTitan benchmarks (this one and moe.py) -> (args, sorted rank counts).
-    `quick`: what --quick sets, (steps, seq_len, batch, ranks); `always_ranks` join --ranks."""
+    `quick`: what --quick sets, (steps, seq_len, batch, ranks); `always_ranks` join --ranks; `configs`: the
+    choices of --config (the first is the default; none: no --config)."""
     q_steps, q_seq_len, q_batch, q_ranks = quick
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ranks", default="1,2,4", help=ranks_help)
@@ -156,6 +157,8 @@ def parse_args(description, steps, seq_len, batch, timeout, quick, ranks_help=No
     p.add_argument("--timeout", type=int, default=timeout, help="seconds per torchrun")
     p.add_argument("--out", default=str(HERE / "results"))
     p.add_argument("--workdir", default="", help="run folders (default: a temporary folder)")
+    if configs:
+        p.add_argument("--config", choices=configs, default=configs[0], help="tpu_configs' TorchTitan config")
     args = p.parse_args()
     if args.quick:
         args.steps, args.seq_len, args.batch, args.ranks = quick
