@@ -180,7 +180,8 @@ def seed_checkpoint(workdir, args, **titan):
                                        "--parallelism.data_parallel_shard_degree=1"],
               echo=False, timeout=args.timeout, seq_len=args.seq_len, batch=args.batch, **titan)
     step0 = next((workdir / "seed" / "outputs" / "checkpoint").glob("step-0"))
-    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.interval=100000"]
+    # Load only: no run saves at its last step (time and memory no figure needs).
+    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.load_only"]
 
 
 def finish(stem, started, args, ranks, rows, rat, key_width, legend=None):
