@@ -234,6 +234,27 @@ Value ps_window_loop(Builder& b, const PsPool& p, const Bounds& hb, const Bounds
   return out[3];
 }
 
+// A window step's points: idx [K, C_out, PH, PW, 4] holds the (batch,
+// channel, row, column) of one point of a [N, C, H, W] tensor per output.
+Value read_points(Builder& b, Value src, Value idx, const Shape& out) {
+  hlo::Builder::GatherDims dn;
+  dn.collapsed_slice_dims = dn.start_index_map = {0, 1, 2, 3};
+  dn.index_vector_dim = 4;
+  return b.gather(src, idx, dn, {1, 1, 1, 1}, out);
+}
+
+Value add_to_points(Builder& b, Value acc, Value idx, Value updates) {
+  hlo::Builder::ScatterDims dn;
+  dn.inserted_window_dims = dn.scatter_dims_to_operand_dims = {0, 1, 2, 3};
+  dn.index_vector_dim = 4;
+  return b.scatter(acc, idx, updates, dn, [](Builder& b2, const Values& v) { return Values{b2.add(v[0], v[1])}; });
+}
+
+// v where the point is inside its bin, else 0.
+Value zero_outside(Builder& b, Value inside, Value v) {
+  return b.select(inside, v, full(b, 0, v.dtype(), v.shape()));
+}
+
 // [K, C_out, PH, PW]: whether each bin is empty, and its area as the dtype.
 std::pair<Value, Value> bin_area(Builder& b, const PsPool& p, const Bounds& hb, const Bounds& wb) {
   const RoiPool& r = p.r;
@@ -276,12 +297,7 @@ Values ps_roi_pool(Builder& b, const Args& a, const Context&) {
   auto [hb, wb] = ps_bounds(b, r, rois, false);
   Value sum = ps_window_loop(b, p, hb, wb, batch_index(b, r, rois), cin, full(b, 0, r.t, out), x,
                              [out](Builder& bb, Value acc, Value src, Value idx, Value inside) {
-                               hlo::Builder::GatherDims dn;
-                               dn.collapsed_slice_dims = {0, 1, 2, 3};
-                               dn.start_index_map = {0, 1, 2, 3};
-                               dn.index_vector_dim = 4;
-                               Value v = bb.gather(src, idx, dn, {1, 1, 1, 1}, out);
-                               return bb.add(acc, bb.select(inside, v, full(bb, 0, acc.dtype(), out)));
+                               return bb.add(acc, zero_outside(bb, inside, read_points(bb, src, idx, out)));
                              });
   auto [empty, area] = bin_area(b, p, hb, wb);
   return {b.select(empty, full(b, 0, r.t, out), b.div(sum, area)), mapping};
@@ -302,15 +318,8 @@ Values ps_roi_pool_backward(Builder& b, const Args& a, const Context&) {
   Value diff = b.select(empty, full(b, 0, r.t, out), b.div(grad, area));
   Value cin = b.convert(a[2].value(), DType::S64);
   Value acc = ps_window_loop(b, p, hb, wb, batch_index(b, r, rois), cin, full(b, 0, r.t, in_shape), diff,
-                             [out](Builder& bb, Value acc, Value src, Value idx, Value inside) {
-                               hlo::Builder::ScatterDims dn;
-                               dn.inserted_window_dims = {0, 1, 2, 3};
-                               dn.scatter_dims_to_operand_dims = {0, 1, 2, 3};
-                               dn.index_vector_dim = 4;
-                               Value u = bb.select(inside, src, full(bb, 0, src.dtype(), out));
-                               return bb.scatter(acc, idx, u, dn, [](Builder& b2, const Values& v) {
-                                 return Values{b2.add(v[0], v[1])};
-                               });
+                             [](Builder& bb, Value acc, Value src, Value idx, Value inside) {
+                               return add_to_points(bb, acc, idx, zero_outside(bb, inside, src));
                              });
   return {acc};
 }
