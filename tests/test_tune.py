@@ -70,7 +70,9 @@ def test_precision_rows_are_flagged(result):
     assert rows, "no precision candidate was tried"
     for r in rows:
         assert r.changes_numerics()
-        if r.ok_runs:
+        # A batch-size row (advice on top of a precision pick) trains other
+        # batches: its losses are not comparable, and its deviation is None.
+        if r.ok_runs and "batch_size" not in r.candidate:
             assert r.deviation(result.default) is not None
             assert "(flag)" in result.table()
 
