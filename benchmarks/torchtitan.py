@@ -174,14 +174,11 @@ def parse_args(description, steps, seq_len, batch, timeout, quick, ranks_help=No
 def seed_checkpoint(workdir, args, **titan):
     """Writes TorchTitan's step-0 checkpoint (DCP) with a 1-rank tpu run in workdir/seed -> the arguments that
     start a run from it. `titan`: more of run_titan's arguments (config=...)."""
-    from run import run_titan
+    from run import SEED_FLAGS, run_titan, seed_start_flags
 
-    run_titan(workdir / "seed", 1, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                                       "--parallelism.data_parallel_shard_degree=1"],
-              echo=False, timeout=args.timeout, seq_len=args.seq_len, batch=args.batch, **titan)
-    step0 = next((workdir / "seed" / "outputs" / "checkpoint").glob("step-0"))
-    # Load only: no run saves at its last step (time and memory no figure needs).
-    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.load_only"]
+    run_titan(workdir / "seed", 1, 1, SEED_FLAGS, echo=False, timeout=args.timeout, seq_len=args.seq_len,
+              batch=args.batch, **titan)
+    return seed_start_flags(workdir / "seed")
 
 
 def finish(stem, started, args, ranks, rows, rat, key_width, legend=None):

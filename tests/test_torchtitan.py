@@ -27,6 +27,19 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv-2.14" / "bin" / "python"
 
 
+def _load_titan_run():
+    """examples/torchtitan/run.py (standard library only at import), by path: its
+    seed-checkpoint flags, without a module named `run` on sys.path."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("titan_run", ROOT / "examples" / "torchtitan" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+titan_run = _load_titan_run()
+
+
 def _titan_ready():
     if not VENV.exists():
         return False
@@ -76,13 +89,9 @@ def _run(workdir, nproc, extra, steps=STEPS, device="tpu"):
 
 def make_seed_checkpoint(run, folder):
     """TorchTitan's step-0 DCP checkpoint, written by a 1-rank run(folder, nproc, extra)
-    -> the arguments that start a run from it. Those runs only load it: TorchTitan
-    would otherwise save at the last step, which for the MoE model doubles a rank's
-    memory (to ~11 GB) for a checkpoint no test reads."""
-    run(folder, 1, ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                    "--parallelism.data_parallel_shard_degree=1"])
-    step0 = next((folder / "outputs" / "checkpoint").glob("step-0"))
-    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.load_only"]
+    -> the arguments that start a run from it (examples/torchtitan/run.py)."""
+    run(folder, 1, titan_run.SEED_FLAGS)
+    return titan_run.seed_start_flags(folder)
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,19 @@ CONFIGS = ("llama3_debugmodel_sdpa", "qwen3_moe_debug_sdpa", "qwen3_moe_debug_sd
 PROGRAM_LINE = re.compile(r"tpu programs: rank (\d+) step (\d+) built (\d+) compiled (\d+)")
 
 
+# A 1-rank run with these flags writes TorchTitan's step-0 checkpoint (DCP) in
+# its folder; seed_start_flags(folder) starts other runs from it.
+SEED_FLAGS = ["--checkpoint.enable", "--checkpoint.create_seed_checkpoint", "--parallelism.data_parallel_shard_degree=1"]
+
+
+def seed_start_flags(seed_folder):
+    """Flags that start a run from the step-0 checkpoint in seed_folder. The run only
+    loads it: TorchTitan would otherwise save at its last step, which for the MoE
+    model doubles a rank's memory (to ~11 GB) for a checkpoint nothing reads."""
+    step0 = next((Path(seed_folder) / "outputs" / "checkpoint").glob("step-0"))
+    return ["--checkpoint.enable", f"--checkpoint.initial_load_path={step0}", "--checkpoint.load_only"]
+
+
 def titan_command(nproc: int, steps: int, extra=(), seq_len: int = 256, batch: int = 4, device: str = "tpu",
                   config: str = "llama3_debugmodel_sdpa"):
     """The torchrun command line; float32 parameters so that runs compare exactly.
