@@ -338,20 +338,37 @@ def test_a_tpu_only_primitive_is_named():
         return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
 
     op = pallas.jax_op("kbridge::seeded", seeded)
-    with pytest.raises(RuntimeError, match="kbridge::seeded.*prng_seed"):
+    with pytest.raises(RuntimeError, match="kbridge::seeded.*'prng_seed' is TPU-only"):
         op(torch.randn(8, 128, device="tpu"))
 
 
-def test_a_pallas_kernel_without_interpret_says_how_to_run_it_here():
+@pytest.mark.parametrize("built", ["inside", "before"])
+def test_a_pallas_kernel_built_for_tpu_runs_through_the_interpret_lowering(built):
+    # No interpret=True, TPU compiler parameters, a grid: as kernel libraries
+    # write them. Built inside the traced function, or once before it (as
+    # Helion builds its kernels), it runs on this plugin all the same.
+    from jax.experimental.pallas import tpu as pltpu
+
     def k(x_ref, o_ref):
-        o_ref[...] = x_ref[...]
+        o_ref[...] = x_ref[...] * 2 + 1
+
+    def build(shape, dtype):
+        spec = pl.BlockSpec((4, 128), lambda i: (i, 0))
+        return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(shape, dtype), grid=(shape[0] // 4,),
+                              in_specs=[spec], out_specs=spec,
+                              compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)))
+
+    prebuilt = build((8, 128), jnp.float32)
 
     def plain(x: jax.Array) -> jax.Array:
-        return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+        return (build(x.shape, x.dtype) if built == "inside" else prebuilt)(x)
 
-    op = pallas.jax_op("kbridge::plain", plain)
-    with pytest.raises(RuntimeError, match="kbridge::plain.*interpret=True"):
-        op(torch.randn(8, 128, device="tpu"))
+    op = pallas.jax_op(f"kbridge::plain_{built}", plain)
+    x = torch.randn(8, 128)
+    torch.testing.assert_close(op(x.to("tpu")).cpu(), x * 2 + 1)
+    e = jax.export.export(jax.jit(plain), platforms=["cpu"])
+    with pytest.raises(ValueError, match="Only interpret mode"):  # JAX alone refuses it off TPU
+        e(jax.ShapeDtypeStruct((8, 128), jnp.float32))
 
 
 def test_bad_input():
@@ -394,6 +411,12 @@ def test_bad_input():
                                             output_shapes=out_shape)
     with pytest.raises(ValueError, match="plus1: input 0 is on cpu"):
         tpu_torch_pallas.call_custom_kernel("plus1", "k", inputs=[torch.ones(2, 2)], output_shapes=out_shape)
+    one = [torch.ones(2, 2, device="tpu")]
+    assert tpu_torch_pallas.call_custom_kernel("plus1", "k", inputs=one, output_shapes=out_shape,
+                                               device_assignment=[0])[0].cpu().eq(2).all()
+    with pytest.raises(NotImplementedError, match=r"plus1: device_assignment \[0, 1\]"):
+        tpu_torch_pallas.call_custom_kernel("plus1", "k", inputs=one, output_shapes=out_shape,
+                                            device_assignment=[0, 1])
     with pytest.raises(KeyError, match="no kernel 'plus1' registered under key 'other'"):
         tpu_torch_pallas.call_custom_kernel("plus1", "other", inputs=[torch.ones(2, 2, device="tpu")],
                                             output_shapes=out_shape)

@@ -22,6 +22,9 @@ case = sys.argv[1]
 rank, world = rank_world()
 TIMEOUT = 6
 dist.init_process_group("tpu_dist", timeout=datetime.timedelta(seconds=TIMEOUT))
+# Every rank finishes connecting before any rank exits: a rank that leaves
+# while a peer is still inside gloo's connectFullMesh fails that peer's init.
+dist.barrier()
 
 
 def say(line):

@@ -26,7 +26,7 @@ import jax.export
 import jax.numpy as jnp
 import torch
 
-from torch_tpu._internal.pallas import _dtypes, _module, _platform, tpu_torch_pallas
+from torch_tpu._internal.pallas import _dtypes, _interpret, _module, _platform, tpu_torch_pallas
 
 
 def jax_placeholder(tensor):
@@ -73,21 +73,27 @@ def _x64_for(placeholders) -> bool:
                and jnp.dtype(p.dtype).kind in "iufc" for p in placeholders)
 
 
-def _export(jit_fn, name: str, args, kwargs=None):
+def _export(jit_fn, name: str, args, kwargs=None, static_argnums=(), donate_argnums=()):
     """jax.export of `jit_fn` for the plugin's platform; a failure to trace or
-    lower raises a RuntimeError naming the kernel and JAX's reason."""
+    lower raises a RuntimeError naming the kernel and JAX's reason.
+
+    Off TPU, every Pallas kernel in the function lowers through Pallas'
+    interpret lowering (plain StableHLO a plugin can run), whether or not it
+    asked for `interpret=True` (see `_interpret`)."""
     kwargs = kwargs or {}
     plat = _platform.platform()
     try:
-        with jax.enable_x64(_x64_for(list(args) + list(kwargs.values()))):
+        with jax.enable_x64(_x64_for(list(args) + list(kwargs.values()))), \
+                _interpret.pallas_as_stablehlo(plat != "tpu"):
+            if plat != "tpu":
+                rewritten = _interpret.interpreted(jit_fn, args, kwargs, static_argnums, donate_argnums)
+                if rewritten is not None:
+                    fn, dynamic = rewritten
+                    return jax.export.export(fn, platforms=[plat])(*dynamic)
             return jax.export.export(jit_fn, platforms=[plat])(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - every JAX failure becomes one error naming the kernel
-        hint = ""
-        if "interpret mode" in str(e).lower() and plat != "tpu":
-            hint = (f" (on the '{plat}' plugin a Pallas kernel runs through Pallas' interpret lowering: "
-                    "pl.pallas_call(..., interpret=True))")
         raise RuntimeError(f"{name}: JAX could not lower the kernel for the '{plat}' plugin: "
-                           f"{type(e).__name__}: {e}{hint}") from e
+                           f"{type(e).__name__}: {e}{_interpret.hint(e, plat)}") from e
 
 
 class JaxCallable:
@@ -138,7 +144,8 @@ class JaxCallable:
         if key in self.output_shapes and tpu_torch_pallas.lookup_custom_kernel(
                 self.name, self.kernel_key_to_mlir_fingerprint[key]):
             return key
-        exported = _export(self.jit_fn, self.name, [jax_placeholder(a) for a in args], kwargs)
+        exported = _export(self.jit_fn, self.name, [jax_placeholder(a) for a in args], kwargs,
+                           self.static_argnums, self.donate_argnums)
         serialized = exported.mlir_module_serialized
         fingerprint = tpu_torch_pallas.register_custom_kernel(self.name, None, serialized_mlir_module=serialized)
         self.exported[key] = exported
@@ -261,7 +268,7 @@ def jax_op(name: str, fn: Callable, *, donate_argnums: Sequence[int] | int | Non
                                                 else a for a in args], {}, static_argnums)
         e = exports.get(key)
         if e is None:
-            e = exports[key] = _export(jitted, name, args)
+            e = exports[key] = _export(jitted, name, args, None, static_argnums, donate_argnums)
         return e
 
     def check_tensors(args):

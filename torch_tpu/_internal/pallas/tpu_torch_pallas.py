@@ -60,13 +60,23 @@ def _kernel(name, key) -> _module.Inlined:
 
 def call_custom_kernel(name: str, key: str, inputs: Sequence[torch.Tensor], output_shapes: Sequence[torch.Tensor],
                        donate_argnums: Sequence[int] | None = None,
-                       input_output_aliases: Mapping[int, int] | None = None) -> list[torch.Tensor]:
+                       input_output_aliases: Mapping[int, int] | None = None,
+                       device_assignment: Sequence[int] | None = None) -> list[torch.Tensor]:
     """Runs kernel (name, key) on `inputs` (tpu tensors) and returns new tpu
     tensors shaped as `output_shapes` (only their shapes and dtypes are
     read). `donate_argnums` (or the inputs of `input_output_aliases`) name
-    inputs whose buffers the kernel may reuse."""
+    inputs whose buffers the kernel may reuse. `device_assignment` (the ids
+    of a kernel's mesh devices; empty for no mesh) may name one device: the
+    inputs' own."""
     k = _kernel(name, key)
     inputs = list(inputs)
+    if device_assignment:
+        ids = [int(d) for d in device_assignment]
+        own = {t.device.index or 0 for t in inputs if isinstance(t, torch.Tensor) and t.device.type == "tpu"}
+        if len(ids) != 1 or (own and own != set(ids)):
+            raise NotImplementedError(f"{name}: device_assignment {ids} (a kernel over several devices, or on "
+                                      f"another device than its inputs' {sorted(own)}) is not supported by this "
+                                      "torch_tpu; a kernel runs on its inputs' device")
     if len(inputs) != len(k.inputs):
         raise ValueError(f"{name}: the kernel takes {len(k.inputs)} inputs, got {len(inputs)}")
     for i, (t, (dtype, shape)) in enumerate(zip(inputs, k.inputs)):
