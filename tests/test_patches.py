@@ -93,7 +93,7 @@ def test_listing_has_one_row_per_record_with_every_field():
 
 
 def test_every_module_of_the_folder_is_a_listed_patch():
-    helpers = {"__init__", "record", "doc"}
+    helpers = {"__init__", "record", "doc", "import_hook"}
     modules = sorted(f[:-3] for f in os.listdir(PATCHES) if f.endswith(".py") and f[:-3] not in helpers)
     assert modules == sorted(r.name for r in RECORDS)
     for name in modules:
@@ -102,7 +102,7 @@ def test_every_module_of_the_folder_is_a_listed_patch():
 
 def test_patches_installed_at_import_are_in_place():
     assert {r.name for r in AT_IMPORT} == {
-        "xla_log_level", "data_parallel", "autograd_flush", "safetensors_load", "accelerate_device"}
+        "xla_log_level", "data_parallel", "autograd_flush", "safetensors_load", "accelerate_device", "inductor_tpu"}
     for r in AT_IMPORT:
         assert r.installed(), r.name
         for target in r.targets:

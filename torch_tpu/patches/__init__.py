@@ -24,6 +24,7 @@ from . import (
     autograd_flush,
     data_parallel,
     dynamo_cudagraph_check,
+    inductor_tpu,
     multilabel_margin_tracing,
     safetensors_load,
     sglang_server_args,
@@ -48,13 +49,14 @@ RECORDS = tuple(m.PATCH for m in (
     sglang_server_args,
     accelerate_device,
     thread_local_world,
+    inductor_tpu,
 ))
 
 
 def install_at_import():
     """Installs the patches whose moment is `import torch_tpu`, after the
     extension has loaded (xla_log_level is installed before it loads)."""
-    for module in (safetensors_load, data_parallel, autograd_flush, accelerate_device):
+    for module in (safetensors_load, data_parallel, autograd_flush, accelerate_device, inductor_tpu):
         module.install()
 
 

@@ -14,12 +14,11 @@ here: an import hook on sys.meta_path wraps load_file when the program first
 imports safetensors.torch.
 """
 import functools
-import importlib.abc
-import importlib.machinery
 import sys
 
 import torch
 
+from . import import_hook
 from .record import Patch, mark, marked
 
 NAME = "safetensors_load"
@@ -46,38 +45,8 @@ def _wrap(module):
     module.load_file = mark(load_file, NAME)
 
 
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner):
-        self.inner = inner
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        _wrap(module)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Wraps safetensors.torch's loader so that load_file is patched once it has run."""
-
-    def find_spec(self, name, path, target=None):
-        if name != _TARGET:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)
-        return spec
-
-
-mark(_Finder, NAME)
-
-
 def install():
-    if _TARGET in sys.modules:
-        _wrap(sys.modules[_TARGET])
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    import_hook.run_after_import(_TARGET, _wrap, NAME)
 
 
 def installed():
@@ -85,7 +54,7 @@ def installed():
     module = sys.modules.get(_TARGET)
     if module is not None:
         return marked(module.load_file, NAME)
-    return any(isinstance(f, _Finder) for f in sys.meta_path)
+    return import_hook.waiting(_TARGET)
 
 
 PATCH = Patch(

@@ -1,5 +1,14 @@
-"""What chip the tpu device is, as TorchTPU's callers ask (Helion's Pallas
-launcher picks Mosaic's target from it)."""
+"""What the device is: the plugin's platform, and the chip as TorchTPU's
+callers ask (Helion's Pallas launcher picks Mosaic's target from it)."""
+import functools
+
+
+@functools.cache
+def plugin_platform() -> str:
+    """The PJRT platform of the plugin torch_tpu runs on, lower case
+    ("tpu", "cpu", "cuda", ...)."""
+    from torch_tpu import _C
+    return str(_C._runtime_info()["platform_name"]).lower()
 
 
 def get_tpu_device_name():
@@ -8,6 +17,6 @@ def get_tpu_device_name():
     has no TPU chip to name)."""
     from torch_tpu import _C
     info = _C._runtime_info()
-    if str(info["platform_name"]).lower() != "tpu" or not info["device_kinds"]:
+    if plugin_platform() != "tpu" or not info["device_kinds"]:
         return None
     return info["device_kinds"][0]
