@@ -89,6 +89,10 @@ from . import api  # noqa: E402
 _tpu_module.api = api
 sys.modules.setdefault("torch.tpu.api", api)
 
+# The attention kernel's loader (torch_tpu/kernels): JAX is imported only
+# when SDPA first chooses a lowering on a TPU plugin.
+from . import kernels as _kernels  # noqa: E402,F401
+
 __version__ = "0.1.0"
 
 import sys as _sys  # noqa: E402

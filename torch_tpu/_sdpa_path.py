@@ -1,4 +1,4 @@
-"""Private: force one of scaled_dot_product_attention's two lowerings.
+"""Private: force one of scaled_dot_product_attention's lowerings.
 
 On tpu, SDPA's fused op lowers densely (the whole L x S score matrix in one
 program) up to a key length, and blockwise past it (an online softmax over
@@ -18,7 +18,7 @@ import contextlib
 import torch_tpu
 from torch_tpu import _C
 
-PATHS = ("auto", "dense", "blockwise")
+PATHS = ("auto", "dense", "blockwise", "kernel")
 
 
 @contextlib.contextmanager

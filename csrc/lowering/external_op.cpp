@@ -48,21 +48,9 @@ std::string types_key(const std::vector<Type>& ts) {
   return k;
 }
 
-Values lower_external(const std::shared_ptr<ExternalState>& state, Builder& b, const Args& args,
-                      const Context& ctx) {
-  Values operands;
+Values lower_module(const std::shared_ptr<ExternalState>& state, Builder& b, const Values& operands,
+                    const std::vector<HostArg>& host, const Context& ctx) {
   std::vector<Type> types;
-  std::vector<HostArg> host;
-  for (const Arg& a : args) {
-    if (a.kind == Arg::Kind::Tensor) {
-      operands.push_back(a.tensor);
-    } else if (a.kind == Arg::Kind::TensorList) {
-      for (const Value& v : a.tensors)
-        if (v.valid()) operands.push_back(v);
-    } else {
-      host.push_back(static_cast<const HostArg&>(a));
-    }
-  }
   for (const Value& v : operands) types.push_back(v.type);
   std::string key = types_key(types) + "|";
   for (const HostArg& h : host) key += host_key(h) + ";";
@@ -107,6 +95,23 @@ Values lower_external(const std::shared_ptr<ExternalState>& state, Builder& b, c
   return results;
 }
 
+Values lower_external(const std::shared_ptr<ExternalState>& state, Builder& b, const Args& args,
+                      const Context& ctx) {
+  Values operands;
+  std::vector<HostArg> host;
+  for (const Arg& a : args) {
+    if (a.kind == Arg::Kind::Tensor) {
+      operands.push_back(a.tensor);
+    } else if (a.kind == Arg::Kind::TensorList) {
+      for (const Value& v : a.tensors)
+        if (v.valid()) operands.push_back(v);
+    } else {
+      host.push_back(static_cast<const HostArg&>(a));
+    }
+  }
+  return lower_module(state, b, operands, host, ctx);
+}
+
 }  // namespace
 
 void register_external_op(const std::string& name, ModuleProvider provider) {
@@ -129,6 +134,18 @@ void register_external_op(const std::string& name, ModuleProvider provider) {
 bool is_external_op(const std::string& name) {
   std::lock_guard<std::mutex> lock(g_mu);
   return states().count(name) > 0;
+}
+
+Values call_external(const std::string& name, Builder& b, const Values& operands, const std::vector<HostArg>& host,
+                     const Context& ctx) {
+  std::shared_ptr<ExternalState> state;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = states().find(name);
+    if (it != states().end()) state = it->second;
+  }
+  if (!state) throw InvalidArgument(ctx.op + ": the kernel " + name + " is not registered");
+  return lower_module(state, b, operands, host, ctx);
 }
 
 ExternalStats external_stats() { return {g_lowered.load(), g_reused.load()}; }

@@ -38,6 +38,11 @@ using ModuleProvider =
 // provider runs once per such key; replacing the provider forgets them.
 void register_external_op(const std::string& functional_name, ModuleProvider provider);
 bool is_external_op(const std::string& functional_name);
+// Lowers a call of the external op `functional_name` on these operands and
+// host arguments, as its own rule would: for a rule that picks a kernel
+// (SDPA's attention kernel). Throws InvalidArgument when it has no provider.
+Values call_external(const std::string& functional_name, Builder& b, const Values& operands,
+                     const std::vector<HostArg>& host, const Context& ctx);
 // Modules the providers produced (cache misses) and answers served from the
 // kept ones, over every external op.
 struct ExternalStats {

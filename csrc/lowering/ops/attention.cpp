@@ -86,13 +86,18 @@ Value expand_rows(Builder& b, Value rows, const Shape& s) { return b.broadcast_i
 
 // _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p,
 //   is_causal, *, attn_mask, scale) -> (output, logsumexp (B, Hq, L) f32)
-// Long key sequences take the blockwise lowering (attention_blockwise.cpp).
+// Long key sequences take the blockwise lowering (attention_blockwise.cpp);
+// calls the attention kernel fits take it (attention_kernel.cpp).
 TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu"}, [](Builder& b, const Args& a, const Context& c) {
   Value q = a[0].value(), k = a[1].value(), v = a[2].value();
   if (a[3].d != 0.0) throw LoweringError("scaled_dot_product_attention with dropout (tpu takes the math path)");
   Geometry g = attention::geometry(q, k, v);
   DType acc = attention::attention_dtype(c.out(0).dtype);
   double scale = attention::softmax_scale(a[6], g.e);
+  if (attention::use_kernel(g, !a[5].is_none(), q.dtype())) {
+    Values r = attention::kernel_forward(b, c, q, k, v, a[4].b, scale);
+    return Values{b.convert(r[0], c.out(0).dtype), b.convert(r[1], c.out(1).dtype)};
+  }
   if (attention::use_blockwise(g)) {
     attention::Call call{g, b.convert(q, acc), b.convert(k, acc), b.convert(v, acc), &a[5], a[4].b, scale, acc};
     Values r = attention::blockwise_forward(b, call);
@@ -134,6 +139,10 @@ TT_RULE({"aten::_scaled_dot_product_flash_attention_for_cpu_backward"},
   Geometry g = attention::geometry(q, k, v);
   DType acc = attention::attention_dtype(c.out(0).dtype);
   double scale = attention::softmax_scale(a[9], g.e);
+  if (attention::use_kernel(g, !a[8].is_none(), q.dtype())) {
+    Values r = attention::kernel_backward(b, c, dout, q, k, v, out, lse, a[7].b, scale);
+    return Values{b.convert(r[0], c.out(0).dtype), b.convert(r[1], c.out(1).dtype), b.convert(r[2], c.out(2).dtype)};
+  }
   if (attention::use_blockwise(g)) {
     attention::Call call{g, b.convert(q, acc), b.convert(k, acc), b.convert(v, acc), &a[8], a[7].b, scale, acc};
     Values r = attention::blockwise_backward(b, call, b.convert(dout, acc), b.convert(out, acc), b.convert(lse, acc));

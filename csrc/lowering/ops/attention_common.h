@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "lowering/helpers.h"
 
@@ -52,8 +53,27 @@ Values blockwise_backward(Builder& b, const Call& c, Value dout, Value out, Valu
 // (the L x S score matrix never exists; one (L, block) tile does); dense is
 // faster while the whole matrix is small. See attention_blockwise.cpp for the
 // measured threshold.
-enum class Path { Auto = 0, Dense = 1, Blockwise = 2 };
+enum class Path { Auto = 0, Dense = 1, Blockwise = 2, Kernel = 3 };
 bool use_blockwise(const Geometry& g);
+
+// The attention kernel (attention_kernel.cpp): a flash-attention kernel that
+// torch_tpu.kernels.attention registers as two external ops (JAX's Pallas
+// kernel; Mosaic on TPU, the interpret lowering elsewhere). A call takes it
+// when it fits the kernel (no mask, as many key heads as query heads, E ==
+// Ev, not f64) and either the path is forced to Kernel, or the path is Auto,
+// L and S are multiples of the kernel's 128-row blocks, and the loader said
+// the kernel is for this plugin (a TPU's).
+bool use_kernel(const Geometry& g, bool has_mask, DType dtype);
+// (out (B, Hq, L, Ev) in q's dtype, logsumexp (B, Hq, L) f32).
+Values kernel_forward(Builder& b, const Context& ctx, Value q, Value k, Value v, bool causal, double scale);
+// (dq, dk, dv) in q's dtype.
+Values kernel_backward(Builder& b, const Context& ctx, Value dout, Value q, Value k, Value v, Value out, Value lse,
+                       bool causal, double scale);
+// Called once, at the first Auto choice, where no kernel was registered
+// yet: registers the kernel if it is for this plugin and returns whether it
+// did. Without a loader the Auto path never takes the kernel.
+using KernelLoader = std::function<bool()>;
+void set_kernel_loader(KernelLoader loader);
 
 // Private, for benchmarks and tests that compare the two lowerings on the
 // same shapes: force a path, and (block_keys > 0) the key block size.
