@@ -13,26 +13,16 @@ leaving drop the in-memory program cache (torch_tpu.cache_clear()); a
 torch.compile'd function keeps the programs it built, so compile it inside.
 Not for models: the automatic choice is the supported one.
 """
-import contextlib
-
-import torch_tpu
 from torch_tpu import _C
+from torch_tpu._kernel_paths import switched
 
 PATHS = ("auto", "dense", "blockwise", "kernel")
 
 
-@contextlib.contextmanager
 def forced(path, block_keys=0):
-    """Within the block, SDPA lowers by `path` ("dense", "blockwise" or
-    "auto") with key blocks of `block_keys` keys (0: the default)."""
+    """Within the block, SDPA lowers by `path` ("dense", "blockwise",
+    "kernel" (the attention kernel, torch_tpu/kernels) or "auto") with key
+    blocks of `block_keys` keys (0: the default)."""
     if path not in PATHS:
         raise ValueError(f"sdpa path must be one of {PATHS}, not {path!r}")
-    torch_tpu.tpu.synchronize()
-    _C._set_sdpa_path(path, int(block_keys))
-    torch_tpu.cache_clear()
-    try:
-        yield
-    finally:
-        torch_tpu.tpu.synchronize()
-        _C._set_sdpa_path("auto", 0)
-        torch_tpu.cache_clear()
+    return switched(lambda: _C._set_sdpa_path(path, int(block_keys)), lambda: _C._set_sdpa_path("auto", 0))

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 #include "lowering/helpers.h"
 
@@ -62,18 +61,13 @@ bool use_blockwise(const Geometry& g);
 // when it fits the kernel (no mask, as many key heads as query heads, E ==
 // Ev, not f64) and either the path is forced to Kernel, or the path is Auto,
 // L and S are multiples of the kernel's 128-row blocks, and the loader said
-// the kernel is for this plugin (a TPU's).
+// the kernel is for this plugin (kernel_choice.h: a TPU's).
 bool use_kernel(const Geometry& g, bool has_mask, DType dtype);
 // (out (B, Hq, L, Ev) in q's dtype, logsumexp (B, Hq, L) f32).
 Values kernel_forward(Builder& b, const Context& ctx, Value q, Value k, Value v, bool causal, double scale);
 // (dq, dk, dv) in q's dtype.
 Values kernel_backward(Builder& b, const Context& ctx, Value dout, Value q, Value k, Value v, Value out, Value lse,
                        bool causal, double scale);
-// Called once, at the first Auto choice, where no kernel was registered
-// yet: registers the kernel if it is for this plugin and returns whether it
-// did. Without a loader the Auto path never takes the kernel.
-using KernelLoader = std::function<bool()>;
-void set_kernel_loader(KernelLoader loader);
 
 // Private, for benchmarks and tests that compare the two lowerings on the
 // same shapes: force a path, and (block_keys > 0) the key block size.

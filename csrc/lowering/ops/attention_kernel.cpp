@@ -2,10 +2,9 @@
 // (attention.cpp) call the external ops that torch_tpu.kernels.attention
 // registers, each a JAX function around the Pallas flash-attention kernel,
 // inlined into the program as any external op is (external_op.h).
-#include <mutex>
-
 #include "lowering/external_op.h"
 #include "lowering/ops/attention_common.h"
+#include "lowering/ops/kernel_choice.h"
 
 namespace tt::lowering::attention {
 namespace {
@@ -14,26 +13,6 @@ constexpr const char* kForward = "tpu_kernels::flash_attention_forward";
 constexpr const char* kBackward = "tpu_kernels::flash_attention_backward";
 // The kernel's query and key block (torch_tpu/kernels/attention.py).
 constexpr int64_t kKernelBlock = 128;
-
-std::mutex g_mu;
-KernelLoader g_loader;
-bool g_asked = false, g_for_plugin = false;
-
-// The loader runs Python (it takes the GIL): never call it under g_mu, or a
-// thread holding the GIL and waiting for g_mu would deadlock with it.
-bool kernel_for_plugin() {
-  KernelLoader loader;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_asked || !g_loader) return g_for_plugin;
-    loader = g_loader;
-  }
-  bool yes = loader();
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_asked = true;
-  g_for_plugin = yes;
-  return yes;
-}
 
 std::vector<HostArg> host_args(bool causal, double scale) {
   HostArg c, s;
@@ -46,19 +25,12 @@ std::vector<HostArg> host_args(bool causal, double scale) {
 
 }  // namespace
 
-void set_kernel_loader(KernelLoader loader) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_loader = std::move(loader);
-  g_asked = false;
-  g_for_plugin = false;
-}
-
 bool use_kernel(const Geometry& g, bool has_mask, DType dtype) {
   if (g.s == 0 || g.l == 0 || has_mask || g.hq != g.hk || g.e != g.ev || dtype == DType::F64) return false;
   switch (path_override()) {
     case Path::Kernel: return true;
     case Path::Auto:
-      return g.l % kKernelBlock == 0 && g.s % kKernelBlock == 0 && kernel_for_plugin() && is_external_op(kForward) &&
+      return g.l % kKernelBlock == 0 && g.s % kKernelBlock == 0 && kernels_for_plugin() && is_external_op(kForward) &&
              is_external_op(kBackward);
     default: return false;
   }

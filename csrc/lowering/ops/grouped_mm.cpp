@@ -24,7 +24,9 @@
 // once at the end, as PyTorch's CPU kernel accumulates.
 #include <algorithm>
 
+#include "lowering/external_op.h"
 #include "lowering/helpers.h"
+#include "lowering/ops/kernel_choice.h"
 
 namespace tt::lowering {
 namespace {
@@ -177,6 +179,32 @@ Type checked_result_type(const Args& a) {
   return Type{x.dtype(), {xs[0], xs[1], ws[2]}};
 }
 
+// The grouped-matmul kernel (torch_tpu/kernels/grouped_matmul.py): megablox's
+// Pallas TPU kernels gmm (2D x 3D, rows grouped) and tgmm (2D x 2D, the
+// contraction grouped), in tiles of up to 128 along each dimension. They
+// assume offs that never decrease (an MoE layer's cumulative token counts).
+constexpr const char* kGroupedRows = "tpu_kernels::grouped_matmul";
+constexpr const char* kGroupedContraction = "tpu_kernels::grouped_matmul_contraction";
+constexpr int64_t kKernelTile = 128;
+
+// The kernel a call takes (kernel_choice.h), or nullptr for the XLA lowering.
+// Automatically: every dimension a multiple of the tile, on a plugin the
+// kernels are for; forced: every dimension tiles (at most one tile, or whole
+// tiles).
+const char* grouped_kernel(const Value& x, const Value& w, bool has_offs) {
+  KernelChoice choice = grouped_mm_choice();
+  if (!has_offs || x.rank() != 2 || choice == KernelChoice::Xla) return nullptr;
+  bool forced = choice == KernelChoice::Kernel;
+  auto fits = [forced](int64_t d) { return d % kKernelTile == 0 || (forced && d <= kKernelTile); };
+  for (int64_t d : x.shape())
+    if (!fits(d)) return nullptr;
+  for (size_t i = w.shape().size() - 2; i < w.shape().size(); ++i)
+    if (!fits(w.shape()[i])) return nullptr;
+  const char* name = w.rank() == 3 ? kGroupedRows : kGroupedContraction;
+  if (!is_external_op(name) || (!forced && !kernels_for_plugin())) return nullptr;
+  return name;
+}
+
 // _grouped_mm(Tensor self, Tensor mat2, Tensor? offs=None, Tensor? bias=None,
 //   ScalarType? out_dtype=None) -> Tensor. For bfloat16, PyTorch's meta
 // kernel has checked the call (layouts, offs, bias, strides).
@@ -185,6 +213,10 @@ TT_RULE({"aten::_grouped_mm"}, [](Builder& b, const Args& a, const Context& c) {
   const Type out = c.out_types.empty() ? checked_result_type(a) : c.out(0);
   DType acc = compute_dtype(out.dtype);
   if (numel(out.shape) == 0) return Values{b.constant(0, out.dtype, out.shape)};
+  if (const char* kernel = grouped_kernel(x, w, !a[2].is_none())) {
+    Values r = call_external(kernel, b, Values{x, w, b.convert(a[2].value(), DType::S32)}, {}, c);
+    return Values{b.convert(r[0], out.dtype)};
+  }
   x = b.convert(x, acc);
   w = b.convert(w, acc);
   Value r;
