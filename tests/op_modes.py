@@ -31,6 +31,13 @@ def counters():
             "graph recompiles": comp["recompiles"]}
 
 
+def external_modules_inlined():
+    """External-op modules (kernels) inlined into the programs built so far,
+    lowered or reused."""
+    s = torch_tpu._C._external_stats()
+    return s["lowered"] + s["reused"]
+
+
 def observe(result):
     """Reads every tensor of a result back to the host (this runs pending
     fused clusters)."""

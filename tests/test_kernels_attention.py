@@ -8,22 +8,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_tpu
+import torch_tpu  # noqa: F401
 
 pytest.importorskip("jax", reason="the jax extra is not installed: bash scripts/setup.sh --jax")
 
-from op_modes import MODES, running  # noqa: E402
+from op_modes import MODES, external_modules_inlined, running  # noqa: E402
 from torch_tpu._sdpa_path import forced  # noqa: E402
 from torch_tpu.kernels import attention  # noqa: E402
 
 attention.register()
 TOL = {torch.float32: dict(rtol=2e-5, atol=2e-5), torch.bfloat16: dict(rtol=3e-2, atol=3e-2)}
 
-
-def _lowered():
-    """External modules inlined into programs built so far (lowered or reused)."""
-    s = torch_tpu._C._external_stats()
-    return s["lowered"] + s["reused"]
 
 
 def _sdpa_with_grads(q, k, v, causal, device, wrap=lambda f: f):
@@ -49,10 +44,10 @@ def test_kernel_equals_the_cpu_and_the_xla_lowering(mode, dtype, causal):
         with running(mode) as m:
             dense = _sdpa_with_grads(q, k, v, causal, "tpu", m.wrap)
     with forced("kernel"):
-        before = _lowered()
+        before = external_modules_inlined()
         with running(mode) as m:
             kernel = _sdpa_with_grads(q, k, v, causal, "tpu", m.wrap)
-        assert _lowered() - before >= 2  # the forward and the backward kernel are in the programs
+        assert external_modules_inlined() - before >= 2  # the forward and the backward kernel are in the programs
     for got, via_xla, want in zip(kernel, dense, cpu):
         assert got.dtype == dtype
         torch.testing.assert_close(got.float(), want, **TOL[dtype])
@@ -80,19 +75,19 @@ def test_calls_the_kernel_does_not_fit_take_the_xla_lowering(call):
     kw = dict(attn_mask=mask, enable_gqa=call == "gqa")
     want = F.scaled_dot_product_attention(q, k, v, **kw)
     with forced("kernel"):
-        before = _lowered()
+        before = external_modules_inlined()
         got = F.scaled_dot_product_attention(q.to("tpu"), k.to("tpu"), v.to("tpu"),
                                              **{**kw, "attn_mask": None if mask is None else mask.to("tpu")})
         torch.testing.assert_close(got.cpu(), want)
-        assert _lowered() == before
+        assert external_modules_inlined() == before
 
 
 def test_the_automatic_choice_off_tpu_is_xla():
     q = torch.randn(1, 2, 256, 64, device="tpu")
-    before = _lowered()
+    before = external_modules_inlined()
     with forced("auto"):
         F.scaled_dot_product_attention(q, q, q, is_causal=True).cpu()
-    assert _lowered() == before
+    assert external_modules_inlined() == before
     from torch_tpu.kernels import _load_for_plugin
     assert _load_for_plugin() is False  # the CPU plugin: the loader registers nothing
 

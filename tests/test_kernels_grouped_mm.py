@@ -8,21 +8,17 @@ plugin the automatic choice never takes the kernel."""
 import pytest
 import torch
 
-import torch_tpu
+import torch_tpu  # noqa: F401
 
 pytest.importorskip("jax", reason="the jax extra is not installed: bash scripts/setup.sh --jax")
 
-from op_modes import MODES, running  # noqa: E402
+from op_modes import MODES, external_modules_inlined, running  # noqa: E402
 from torch_tpu._kernel_paths import grouped_mm  # noqa: E402
 from torch_tpu.kernels import grouped_matmul  # noqa: E402
 
 grouped_matmul.register()
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-3), torch.bfloat16: dict(rtol=2e-2, atol=1e-1)}
 
-
-def _inlined():
-    s = torch_tpu._C._external_stats()
-    return s["lowered"] + s["reused"]
 
 
 def _moe_step(a, w, offs, device, wrap=lambda f: f):
@@ -55,10 +51,10 @@ def test_kernel_equals_the_cpu_and_the_xla_lowering(mode, dtype, sizes):
         with running(mode) as m:
             xla = _moe_step(a, w, offs, "tpu", m.wrap)
     with grouped_mm("kernel"):
-        before = _inlined()
+        before = external_modules_inlined()
         with running(mode) as m:
             kernel = _moe_step(a, w, offs, "tpu", m.wrap)
-        assert _inlined() - before >= 2  # gmm (forward, input gradient) and tgmm (weight gradient)
+        assert external_modules_inlined() - before >= 2  # gmm (forward, input gradient) and tgmm (weight gradient)
     for got, via_xla, want in zip(kernel, xla, cpu):
         assert got.dtype == dtype
         torch.testing.assert_close(got.float(), want.float(), **TOL[dtype])
@@ -78,17 +74,17 @@ def test_shapes_the_kernel_cannot_tile_take_the_xla_lowering():
     offs = torch.tensor([90, 180], dtype=torch.int32)
     want = torch._grouped_mm(a, w, offs)[:180]
     with grouped_mm("kernel"):
-        before = _inlined()
+        before = external_modules_inlined()
         got = torch._grouped_mm(a.to("tpu"), w.to("tpu"), offs.to("tpu")).cpu()[:180]
-        assert _inlined() == before
+        assert external_modules_inlined() == before
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_the_automatic_choice_off_tpu_is_xla():
     a, w = torch.randn(256, 128, device="tpu"), torch.randn(2, 128, 128, device="tpu")
-    before = _inlined()
+    before = external_modules_inlined()
     torch._grouped_mm(a, w, torch.tensor([128, 256], dtype=torch.int32, device="tpu")).cpu()
-    assert _inlined() == before
+    assert external_modules_inlined() == before
 
 
 def test_bad_path_raises():

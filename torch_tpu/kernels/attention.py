@@ -14,6 +14,8 @@ checks it). The kernel's own entry points (`_flash_attention_impl`,
 `_flash_attention_bwd_dkv`, `_flash_attention_bwd_dq`) are JAX's private
 functions, pinned with jax in requirements-jax.txt.
 """
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax.experimental.pallas.ops.tpu import flash_attention as _fa
@@ -47,13 +49,8 @@ def _backward(dout: jax.Array, q: jax.Array, k: jax.Array, v: jax.Array, out: ja
     return dq, dk, dv
 
 
-_ops = None
-
-
+@functools.cache
 def register():
-    """Registers the two external ops (once); returns (forward, backward)."""
-    global _ops
-    if _ops is None:
-        _ops = (jax_op("tpu_kernels::flash_attention_forward", _forward),
-                jax_op("tpu_kernels::flash_attention_backward", _backward))
-    return _ops
+    """Registers the two external ops (once); returns them."""
+    return (jax_op("tpu_kernels::flash_attention_forward", _forward),
+            jax_op("tpu_kernels::flash_attention_backward", _backward))

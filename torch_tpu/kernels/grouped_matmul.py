@@ -13,6 +13,7 @@ second). offs are cumulative group ends that never decrease. Products
 accumulate in float32 and round once to the inputs' dtype. Tiles are up to
 128 along each dimension (the rule checks that every dimension tiles).
 """
+import functools
 import importlib
 
 import jax
@@ -50,13 +51,8 @@ def _contraction(a: jax.Array, w: jax.Array, offs: jax.Array) -> jax.Array:
     return out.astype(a.dtype)
 
 
-_ops = None
-
-
+@functools.cache
 def register():
     """Registers the two external ops (once); returns them."""
-    global _ops
-    if _ops is None:
-        _ops = (jax_op("tpu_kernels::grouped_matmul", _rows),
-                jax_op("tpu_kernels::grouped_matmul_contraction", _contraction))
-    return _ops
+    return (jax_op("tpu_kernels::grouped_matmul", _rows),
+            jax_op("tpu_kernels::grouped_matmul_contraction", _contraction))
