@@ -102,7 +102,8 @@ def test_every_module_of_the_folder_is_a_listed_patch():
 
 def test_patches_installed_at_import_are_in_place():
     assert {r.name for r in AT_IMPORT} == {
-        "xla_log_level", "data_parallel", "autograd_flush", "safetensors_load", "accelerate_device", "inductor_tpu"}
+        "xla_log_level", "data_parallel", "autograd_flush", "safetensors_load", "accelerate_device", "inductor_tpu",
+        "flex_attention_device"}
     for r in AT_IMPORT:
         assert r.installed(), r.name
         for target in r.targets:

@@ -24,6 +24,7 @@ from . import (
     autograd_flush,
     data_parallel,
     dynamo_cudagraph_check,
+    flex_attention_device,
     inductor_tpu,
     multilabel_margin_tracing,
     safetensors_load,
@@ -50,13 +51,15 @@ RECORDS = tuple(m.PATCH for m in (
     accelerate_device,
     thread_local_world,
     inductor_tpu,
+    flex_attention_device,
 ))
 
 
 def install_at_import():
     """Installs the patches whose moment is `import torch_tpu`, after the
     extension has loaded (xla_log_level is installed before it loads)."""
-    for module in (safetensors_load, data_parallel, autograd_flush, accelerate_device, inductor_tpu):
+    for module in (safetensors_load, data_parallel, autograd_flush, accelerate_device, inductor_tpu,
+                   flex_attention_device):
         module.install()
 
 
