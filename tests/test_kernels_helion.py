@@ -5,6 +5,7 @@ torch on the CPU and the same torch op on tpu (the XLA path), in float32 and
 bfloat16; a listed-configs autotune and a budgeted search complete. The
 kernels run in one fresh process (tests/kernel_workers/helion_kernels.py):
 importing Helion configures Dynamo and inductor."""
+import fcntl
 import json
 import os
 import subprocess
@@ -22,13 +23,24 @@ TOL = {"torch.float32": 1e-4, "torch.bfloat16": 2e-2}
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    env = dict(os.environ, HELION_CACHE_DIR=str(tmp_path_factory.mktemp("helion_cache")), PYTHONWARNINGS="ignore")
-    r = subprocess.run([sys.executable, "-P", WORKER], capture_output=True, text=True, cwd="/", env=env,
-                       timeout=600)
-    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
-    return {line["case"]: line for line in lines}
+def results(tmp_path_factory, testrun_uid):
+    """{case: line} from one run of the worker for the whole test run: the
+    first pytest-xdist worker to get here runs it, the others wait on the
+    lock and read its lines."""
+    shared = tmp_path_factory.getbasetemp().parent / f"helion_results_{testrun_uid}.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            return json.loads(shared.read_text())
+        env = dict(os.environ, HELION_CACHE_DIR=str(tmp_path_factory.mktemp("helion_cache")),
+                   PYTHONWARNINGS="ignore")
+        r = subprocess.run([sys.executable, "-P", WORKER], capture_output=True, text=True, cwd="/", env=env,
+                           timeout=600)
+        lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
+        found = {line["case"]: line for line in lines}
+        shared.write_text(json.dumps(found))
+        return found
 
 
 @pytest.mark.parametrize("case", ["add_f32", "add_bf16", "row_sum_f32", "softmax_f32", "softmax_bf16",

@@ -58,9 +58,10 @@ FSDP2_EP2 = FSDP2 + ["--parallelism.expert_parallel_degree=2"]
 
 # TorchTitan's GroupedExperts compute in bfloat16 (x and the weights cast
 # before torch._grouped_mm), so two runs whose float32 values differ in the
-# last bit can round an expert input differently: measured up to 1.1e-4 apart
-# at loss ~7.5 over 4 steps (1.5e-5 relative), where llama3 agrees to 2e-5.
-MOE_LOSS_TOL = 2e-4
+# last bit can round an expert input differently: measured up to 2.1e-4 apart
+# at loss ~7.4 over 4 steps (2.9e-5 relative; a CI run, step 3), where llama3
+# agrees to 2e-5.
+MOE_LOSS_TOL = 4e-4
 
 
 def _assert_same_losses(got, want, abs_tol, steps=STEPS):

@@ -6,11 +6,10 @@ TorchTitan loads a config function from any importable module given to
 `llama3_debugmodel_sdpa` is TorchTitan's `llama3_debugmodel` (same model,
 optimizer, schedule, data) with every layer's inner attention set to
 TorchTitan's own `ScaledDotProductAttention` (causal over the whole packed
-sequence). The stock config's two attention backends cannot run here with
-torch 2.14.1: `flex_attention` accepts only cuda/cpu/xpu/hpu/mps tensors
-(`torch/nn/attention/flex_attention.py`, `_validate_device`) and refuses
-backward on the CPU, so neither tpu nor the CPU reference can train it; the
-`varlen` backend calls CUDA's flash/cuDNN kernels in bfloat16.
+sequence), so that the CPU reference with gloo trains the same model:
+PyTorch refuses `flex_attention`'s backward on the CPU (on tpu it runs,
+docs/moe.md), and the `varlen` backend calls CUDA's flash/cuDNN kernels in
+bfloat16.
 
 `qwen3_moe_debug_sdpa` is TorchTitan's `qwen3_moe_debug` (64 experts, top 8)
 with the same SDPA attention and, for expert parallelism, the fixed-capacity

@@ -9,7 +9,7 @@ graphs only, chosen by TORCH_TPU_INDUCTOR (auto | pallas | tpu):
 - the code generation: through inductor's interface for out-of-tree devices
   (`register_backend_for_device`), the same Pallas scheduling with each
   kernel exported for the plugin in use and interpreted off TPU
-  (`torch_tpu._internal.pallas._inductor`);
+  (`torch_tpu.compiler.inductor_pallas`);
 - the route: `torch._inductor.compile_fx.compile_fx`, which
   torch.compile(model) calls, hands a graph whose inputs are tpu tensors to
   torch_tpu's compiler (backend="tpu", one XLA program per graph) where
@@ -32,15 +32,24 @@ _CODEGEN = "torch._inductor.codegen.pallas"
 _COMPILE = "torch._inductor.compile_fx"
 
 
-def _register_codegen(_module=None):
+# What became of the code generation: waiting for inductor's Pallas module,
+# registered, or skipped (an inductor without that scheduling).
+_codegen = "waiting"
+
+
+def _register_codegen(module):
+    global _codegen
     try:
         from torch._inductor.codegen.common import register_backend_for_device
         from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-        from torch_tpu._internal.pallas._inductor import PluginPallasScheduling
+        from torch_tpu.compiler.inductor_pallas import scheduling_class
+        scheduling = scheduling_class(module.PallasScheduling)
     except (ImportError, AttributeError):  # an inductor without this Pallas scheduling: keep its own
+        _codegen = "skipped"
         return
-    register_backend_for_device("tpu", PluginPallasScheduling, PythonWrapperCodegen)
+    register_backend_for_device("tpu", scheduling, PythonWrapperCodegen)
+    _codegen = "registered"
 
 
 def _on_tpu(example_inputs):
@@ -78,12 +87,12 @@ def install():
 
 def installed():
     """Each part is in place once its module is imported; until then its hook waits."""
-    if _CODEGEN in sys.modules:
+    if _CODEGEN in sys.modules and _codegen != "skipped":
         from torch._inductor.codegen.common import get_scheduling_for_device
         scheduling = get_scheduling_for_device("tpu")
         codegen = scheduling is not None and scheduling.__name__ == "PluginPallasScheduling"
     else:
-        codegen = import_hook.waiting(_CODEGEN)
+        codegen = _codegen == "skipped" or import_hook.waiting(_CODEGEN)
     module = sys.modules.get(_COMPILE)
     route = marked(module.compile_fx, NAME) if module is not None else import_hook.waiting(_COMPILE)
     return codegen and route
