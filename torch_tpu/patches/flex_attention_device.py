@@ -15,7 +15,6 @@ it here: an import hook wraps the check when the program first imports
 torch.nn.attention.flex_attention.
 """
 import functools
-import sys
 
 from . import import_hook
 from .record import Patch, mark, marked
@@ -44,10 +43,7 @@ def install():
 
 def installed():
     """The check is wrapped once flex_attention is imported; until then the hook waits for it."""
-    module = sys.modules.get(_TARGET)
-    if module is not None:
-        return marked(getattr(module, "_validate_device", None), NAME)
-    return import_hook.waiting(_TARGET)
+    return import_hook.wrapped_after_import(_TARGET, "_validate_device", NAME)
 
 
 PATCH = Patch(

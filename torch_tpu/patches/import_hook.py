@@ -5,7 +5,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 
-from .record import mark
+from .record import mark, marked
 
 
 class _Loader(importlib.abc.Loader):
@@ -51,3 +51,12 @@ def run_after_import(target, after, patch_name):
 def waiting(target):
     """Whether a hook for `target` is installed."""
     return any(isinstance(f, AfterImport) and f.target == target for f in sys.meta_path)
+
+
+def wrapped_after_import(target, attribute, patch_name):
+    """Whether `target`'s `attribute` carries patch_name's mark, once the
+    module is imported; until then, whether the hook waits for it."""
+    module = sys.modules.get(target)
+    if module is not None:
+        return marked(getattr(module, attribute, None), patch_name)
+    return waiting(target)

@@ -14,7 +14,6 @@ here: an import hook on sys.meta_path wraps load_file when the program first
 imports safetensors.torch.
 """
 import functools
-import sys
 
 import torch
 
@@ -51,10 +50,7 @@ def install():
 
 def installed():
     """load_file is wrapped once safetensors.torch is imported; until then the hook waits for it."""
-    module = sys.modules.get(_TARGET)
-    if module is not None:
-        return marked(module.load_file, NAME)
-    return import_hook.waiting(_TARGET)
+    return import_hook.wrapped_after_import(_TARGET, "load_file", NAME)
 
 
 PATCH = Patch(
