@@ -5,7 +5,6 @@ torch on the CPU and the same torch op on tpu (the XLA path), in float32 and
 bfloat16; a listed-configs autotune and a budgeted search complete. The
 kernels run in one fresh process (tests/kernel_workers/helion_kernels.py):
 importing Helion configures Dynamo and inductor."""
-import fcntl
 import json
 import os
 import subprocess
@@ -16,6 +15,8 @@ import pytest
 pytest.importorskip("jax", reason="the jax extra is not installed: bash scripts/setup.sh --jax")
 pytest.importorskip("helion", reason="Helion is not installed: bash scripts/setup.sh --jax")
 
+from run_once import once_per_run  # noqa: E402
+
 WORKER = os.path.join(os.path.dirname(__file__), "kernel_workers", "helion_kernels.py")
 # largest difference allowed (|a - b| / (1 + |b|)), per dtype: bfloat16 results
 # may round one ulp apart (a kernel accumulates in float32 in its own order)
@@ -24,23 +25,18 @@ TOL = {"torch.float32": 1e-4, "torch.bfloat16": 2e-2}
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, testrun_uid):
-    """{case: line} from one run of the worker for the whole test run: the
-    first pytest-xdist worker to get here runs it, the others wait on the
-    lock and read its lines."""
-    shared = tmp_path_factory.getbasetemp().parent / f"helion_results_{testrun_uid}.json"
-    with open(shared.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if shared.exists():
-            return json.loads(shared.read_text())
+    """{case: line} from one run of the worker for the whole test run."""
+
+    def run():
         env = dict(os.environ, HELION_CACHE_DIR=str(tmp_path_factory.mktemp("helion_cache")),
                    PYTHONWARNINGS="ignore")
         r = subprocess.run([sys.executable, "-P", WORKER], capture_output=True, text=True, cwd="/", env=env,
                            timeout=600)
         lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
         assert r.returncode == 0 and lines, r.stdout[-3000:] + r.stderr[-3000:]
-        found = {line["case"]: line for line in lines}
-        shared.write_text(json.dumps(found))
-        return found
+        return {line["case"]: line for line in lines}
+
+    return once_per_run(tmp_path_factory, testrun_uid, "helion_results", run)
 
 
 @pytest.mark.parametrize("case", ["add_f32", "add_bf16", "row_sum_f32", "softmax_f32", "softmax_bf16",

@@ -15,17 +15,21 @@ import torch_tpu
 import torch_tpu.tune as tt
 from torch_tpu.tune import space
 
+from run_once import once_per_run
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "data", "tune_small_lm.py")
 BUDGET_S = 70.0
 
-pytestmark = pytest.mark.xdist_group("tune")  # one tuning run at a time: it measures
 
 
 @pytest.fixture(scope="module")
-def result():
-    return tt.tune(SCRIPT, budget_s=BUDGET_S, allow_precision=True, sample_s=0.3, max_repeats=2,
-                   max_batch_factor=2, progress=False)
+def result(tmp_path_factory, testrun_uid):
+    """One tuning run for the whole test run (tests/run_once.py): two at once
+    would measure each other."""
+    return once_per_run(tmp_path_factory, testrun_uid, "tune_result", lambda: tt.tune(
+        SCRIPT, budget_s=BUDGET_S, allow_precision=True, sample_s=0.3, max_repeats=2, max_batch_factor=2,
+        progress=False))
 
 
 def _row(result, **candidate):
