@@ -293,11 +293,6 @@ def test_fsdp2_equals_one_cpu_process():
     _assert_equal_cpu_reference(run(body))
 
 
-# Not strict: alone it fails every time, but after some other tests in the
-# same process it has passed (a CI run), so which device a fake factory gets
-# on a rank thread depends on what ran before.
-@pytest.mark.xfail(strict=False, reason="eager DTensor on in-process ranks: sharding propagation's fake ops mix "
-                   "tpu:0 and tpu:1 (FakeTensorDeviceMismatchError); see docs/distributed.md#limits")
 def test_tensor_parallel_equals_one_cpu_process():
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module

@@ -10,14 +10,18 @@ their own default group, as PyTorch's threaded test groups have
 and every other thread the original world, and turns on c10d's per-thread
 group registry (`_set_thread_isolation_mode`) and DTensor's lock around
 its shared fake-tensor mode (`ShardingPropagator._fake_mode_lock`, a null
-context unless threaded ranks set it). Installed by the first
-launch_in_process, not at import.
+context unless threaded ranks set it). DTensor's sharding propagation makes
+its fake inputs with the mesh's bare device type ("tpu"); fake mode gives
+such a factory the thread's current device, but its dispatch cache, shared
+by every thread, keys it on the bare type, so rank 1 could get rank 0's
+`tpu:0` back. The fake inputs get the thread's indexed device instead.
+Installed by the first launch_in_process, not at import.
 """
 import threading
 
 import torch
 
-from .record import Patch
+from .record import Patch, mark
 
 NAME = "thread_local_world"
 _local = threading.local()
@@ -87,6 +91,21 @@ def install():
     from torch.distributed.tensor._sharding_prop import ShardingPropagator
 
     ShardingPropagator._fake_mode_lock = threading.Lock()
+    import torch.distributed.tensor._op_schema as op_schema
+
+    op_schema._rebuild_tensor_from_dtensor_meta = mark(_fake_input_on_current_device, NAME)
+
+
+def _fake_input_on_current_device(spec):
+    """A fake tensor for `spec` on the calling thread's device of the mesh's
+    type (an indexed device, so fake mode's cache tells the ranks apart)."""
+    meta = spec.tensor_meta
+    if meta is None:
+        raise AssertionError("DTensorSpec does not contain tensor_meta.")
+    kind = spec.mesh.device_type
+    module = getattr(torch, kind, None)
+    device = torch.device(kind, module.current_device()) if kind != "cpu" and hasattr(module, "current_device") else kind
+    return torch.empty_strided(meta.shape, meta.stride, dtype=meta.dtype, device=device)
 
 
 def installed():
@@ -98,9 +117,12 @@ def installed():
 PATCH = Patch(
     name=NAME,
     targets=("torch.distributed.distributed_c10d._world", "torch._C._distributed_c10d._set_thread_isolation_mode",
-             "torch.distributed.tensor._sharding_prop.ShardingPropagator._fake_mode_lock"),
+             "torch.distributed.tensor._sharding_prop.ShardingPropagator._fake_mode_lock",
+             "torch.distributed.tensor._op_schema._rebuild_tensor_from_dtensor_meta"),
     reason=("c10d keeps one default group per process; ranks run as threads of one process (the device transport "
-            "on one PJRT client) each need their own, as PyTorch's threaded test groups do."),
+            "on one PJRT client) each need their own, as PyTorch's threaded test groups do. DTensor's sharding propagation makes fake "
+            "inputs on the mesh's bare device type, which fake mode's shared dispatch cache would hand from one rank "
+            "thread's device to another's; they get the thread's indexed device."),
     issue=None,
     versions={"torch": ("2.13.0",)},
     when="the first torch_tpu.distributed.launch_in_process",
