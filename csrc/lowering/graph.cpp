@@ -68,6 +68,8 @@ LoweredGraph lower_graph(const Graph& g) {
     needs_rng |= r && r->needs_rng;
   }
   Builder b;
+  if (g.replicas.num_replicas > 1) b.set_num_replicas(g.replicas.num_replicas);
+  ReplicaLayoutScope replicas(&g.replicas);
   std::vector<Value> vals(static_cast<size_t>(max_id + 1));
   for (size_t i = 0; i < g.inputs.size(); ++i) vals[i] = b.param(g.inputs[i]);
   Value seed, offset;

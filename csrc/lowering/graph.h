@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering/replicas.h"
 #include "lowering/rule.h"
 #include "lowering/view.h"
 
@@ -56,6 +57,10 @@ struct Graph {
   // input the graph mutates). The program may update that input's buffer in
   // place: its parameter is aliased to the result when their types agree.
   std::vector<std::pair<int, int>> updates;
+  // A program of one replica per rank, whose collective nodes are StableHLO
+  // collectives over these replica groups (lowering/replicas.h); the
+  // default is a one-device program.
+  ReplicaLayout replicas;
 };
 
 struct LoweredGraph {

@@ -1,9 +1,10 @@
 """A compiled graph with collectives (`_c10d_functional.*` and `wait_tensor`
 nodes, from DTensor, tensor parallel, compiled FSDP2 or funcol calls).
 
-Where the device cannot run a collective inside an XLA program (XLA's CPU
-plugin across processes: `tpu_dist` carries collectives over gloo), the graph
-is cut at each collective into program segments. Each segment is one program,
+Where the ranks' devices cannot run one program together (XLA's CPU plugin
+across processes: `tpu_dist` carries collectives over gloo), or the graph's
+collectives have no one-program form (replicated_graph.py says which), the
+graph is cut at each collective into program segments. Each segment is one program,
 compiled and cached like a whole graph's (compiled_graph.CompiledGraph); each
 collective runs between them through its group's backend, found by the group
 name in the node. Segments and collectives run in graph order.
@@ -34,20 +35,6 @@ def is_collective(node):
 
 def has_collectives(gm):
     return any(is_collective(n) for n in gm.graph.nodes)
-
-
-def collectives_in_program(gm):
-    """The one decision point: may the graph's collectives be nodes of its
-    one program (stablehlo.all_reduce & co over replica groups), or must
-    they run through the group's backend between program segments?
-
-    In-program collectives need a PJRT client that runs one program across
-    every rank's device (a TPU slice, or N devices of one process launched
-    together as csrc/runtime/replicated.cpp does for spmd.py). A compiled
-    graph runs on one device of one process and has no lowering rule for a
-    `_c10d_functional` node yet, so today the answer is always no; the
-    segmented form below is what runs, on every plugin."""
-    return False
 
 
 def _getitem_of_collective(node):

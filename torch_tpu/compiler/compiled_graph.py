@@ -1,6 +1,7 @@
 """One FX graph as a callable: a compiled program per input signature (per
-shape bucket when its sizes are symbolic), program segments around its
-collectives (collective_segments.py), or eager execution (op by op on tpu)
+shape bucket when its sizes are symbolic), one program of one replica per
+rank holding its collectives (replicated_graph.py) or program segments
+around them (collective_segments.py), or eager execution (op by op on tpu)
 when the graph cannot become programs.
 
 A graph's program for the signature of AOTAutograd's example inputs starts
@@ -22,7 +23,8 @@ from . import stats
 from .graph_spec import GraphSpec, Unsupported
 from .buckets import bucket, buckets_enabled
 from .bucketed_program import BucketedProgram, BucketPlan, NoBucket, materialize
-from .collective_segments import SegmentedGraph, collectives_in_program, has_collectives
+from .collective_segments import SegmentedGraph, has_collectives
+from .replicated_graph import ReplicatedGraph, replica_layout
 
 
 def _signature(args):
@@ -103,19 +105,32 @@ class CompiledGraph:
         self.pending = {}  # signature -> Future of _build's result, started by build_ahead
         self.bucketed = {}  # bucket key -> BucketedProgram
         self.segmented = None
+        self.replicated = None
         if not segment:
             stats.record_graph(name, gm)
-            if has_collectives(gm) and not collectives_in_program(gm):
-                self.segmented = SegmentedGraph(gm, name, lambda g, n: CompiledGraph(g, n, segment=True))
-                stats.record_segments(name, self.segmented)
-        plan = BucketPlan(gm) if buckets_enabled() and not segment and self.segmented is None else None
+            if has_collectives(gm):
+                layout = replica_layout(gm)
+                if layout is not None:
+                    self.replicated = ReplicatedGraph(gm, name, layout, self._segments)
+                else:
+                    self.segmented = self._segments()
+        plan = (BucketPlan(gm) if buckets_enabled() and not segment and self.segmented is None
+                and self.replicated is None else None)
         self.plan = plan if plan is not None and plan.active else None
+
+    def _segments(self):
+        segmented = SegmentedGraph(self.gm, self.name, lambda g, n: CompiledGraph(g, n, segment=True))
+        stats.record_segments(self.name, segmented)
+        return segmented
 
     def __call__(self, *args):
         # Boxed (one list, which we may clear) or, where a wrapper dropped
         # the _boxed_call flag, plain positional arguments. Graph inputs are
         # tensors and numbers, never a list, so the two cannot be confused.
         args = args[0] if len(args) == 1 and type(args[0]) is list else list(args)
+        if self.replicated is not None:
+            materialize(args)
+            return self.replicated(args, _signature(args))
         if self.segmented is not None:
             materialize(args)
             return self.segmented(args)
@@ -171,7 +186,8 @@ class CompiledGraph:
     def build_ahead(self, example_inputs):
         """Starts building the program for `example_inputs`' signature in the
         background (not for graphs built per shape bucket or in segments)."""
-        if self.segmented is not None or self.plan is not None or not compile_ahead_enabled():
+        if (self.segmented is not None or self.replicated is not None or self.plan is not None
+                or not compile_ahead_enabled()):
             return
         ex = _example_signature(example_inputs)
         if ex is None:

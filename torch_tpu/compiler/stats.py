@@ -10,7 +10,8 @@ def _reset():
     _stats.clear()
     _stats.update(graphs=0, compiles=0, recompiles=0, compile_seconds=0.0, xla_compile_seconds=0.0,
                   ops_compiled=0, op_counts={}, eager_graphs={}, bucketed_compiles=0, bucket_fallbacks={},
-                  segmented_graphs=0, collectives=0)
+                  segmented_graphs=0, collectives=0, replicated_graphs=0, collectives_in_program=0,
+                  in_program_fallbacks={})
 
 
 _reset()
@@ -26,6 +27,25 @@ def record_segments(name, segmented):
     with _lock:
         _stats["segmented_graphs"] += 1
         _stats["collectives"] += segmented.collective_count
+
+
+def record_replicated(name, collective_count):
+    """A graph built as one program of one replica per rank, its collectives inside."""
+    with _lock:
+        _stats["replicated_graphs"] += 1
+        _stats["collectives_in_program"] += collective_count
+
+
+def record_in_program_fallback(name, reason):
+    """A graph on in-process ranks that could not hold its collectives in
+    one program and runs in segments."""
+    import warnings
+    with _lock:
+        first = reason not in _stats["in_program_fallbacks"].values()
+        _stats["in_program_fallbacks"][name] = reason
+    if first:
+        warnings.warn(f"torch_tpu: graph {name} runs its collectives between program segments: {reason}",
+                      stacklevel=3)
 
 
 def record_compile(name, seconds, xla_seconds, ops, bucketed=False):
@@ -74,9 +94,12 @@ def compile_stats():
     built for a shape bucket, serving a range of sizes), bucket_fallbacks
     ({graph: reason} for symbolic-size graphs compiled per exact shape),
     segmented_graphs (graphs cut at their collectives into program
-    segments, each compiled as a program) and collectives (the
+    segments, each compiled as a program), collectives (the
     `_c10d_functional` collectives, waits not counted, that run between
-    segments). The same as torch_tpu.stats("compile")."""
+    segments), replicated_graphs and collectives_in_program (graphs built
+    as one program of one replica per rank, and the collectives inside
+    them) and in_program_fallbacks ({graph: reason} for graphs on
+    in-process ranks that run in segments instead). The same as torch_tpu.stats("compile")."""
     from .._stats import stats
     return stats("compile")
 
@@ -88,6 +111,7 @@ def snapshot():
         s["op_counts"] = dict(_stats["op_counts"])
         s["eager_graphs"] = dict(_stats["eager_graphs"])
         s["bucket_fallbacks"] = dict(_stats["bucket_fallbacks"])
+        s["in_program_fallbacks"] = dict(_stats["in_program_fallbacks"])
         return s
 
 

@@ -28,6 +28,22 @@ def current_launch() -> Optional[Launch]:
     return getattr(_local, "launch", None)
 
 
+def join_program(what: str, sig, inputs, run: Callable[[List[Any]], List[Any]]):
+    """This rank's part of one program over every rank of its launch: the
+    n-th call of each rank meet; the last to arrive checks that the ranks'
+    signatures agree and calls `run(inputs of every rank, in rank order)`,
+    which returns one result per rank. Raises as a collective does when a
+    rank differs, fails, or stays away past the launch's timeout."""
+    launch = current_launch()
+    if launch is None:
+        raise RuntimeError(f"{what}: not on a launch_in_process rank")
+    rank = _local.rank
+    launch.program_seq[rank] += 1
+    rdv = launch.group("compiled programs", launch.world_size)
+    return rdv.join(launch.program_seq[rank], rank, list(range(launch.world_size)), what, sig, inputs, run,
+                    launch.timeout)
+
+
 class RankError(RuntimeError):
     """A launch_in_process rank raised; `errors` maps rank -> its exception."""
 
@@ -80,19 +96,24 @@ def launch_in_process(fn: Callable[..., Any], world_size: int, *args,
     if current_launch() is not None:
         raise RuntimeError("launch_in_process: called from a rank of another launch")
     thread_local_world.install()
-    launch = Launch(world_size)
+    launch = Launch(world_size, timeout.total_seconds())
     store = dist.HashStore()
     results: List[Any] = [None] * world_size
     errors = {}
 
     def rank_main(rank):
         _local.launch = launch
+        _local.rank = rank
         thread_local_world.begin_rank_thread()
         try:
             torch.tpu.set_device(rank)
             dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
             try:
-                results[rank] = fn(rank, world_size, *args)
+                # Autograd's state is per thread: without this, a backward
+                # runs on the engine's thread for the device, outside the
+                # rank's c10d world and launch.
+                with torch.autograd.set_multithreading_enabled(False):
+                    results[rank] = fn(rank, world_size, *args)
             finally:
                 dist.destroy_process_group()
         except BaseException as e:
@@ -102,12 +123,11 @@ def launch_in_process(fn: Callable[..., Any], world_size: int, *args,
             thread_local_world.end_rank_thread()
             _local.launch = None
 
-    with torch.autograd.set_multithreading_enabled(False):
-        threads = [threading.Thread(target=rank_main, args=(r,), name=f"tpu_dist rank {r}", daemon=True)
-                   for r in range(world_size)]
-        for t in threads:
-            t.start()
-        _join(threads, timeout.total_seconds(), errors)
+    threads = [threading.Thread(target=rank_main, args=(r,), name=f"tpu_dist rank {r}", daemon=True)
+               for r in range(world_size)]
+    for t in threads:
+        t.start()
+    _join(threads, timeout.total_seconds(), errors)
     if errors:
         raise RankError(errors) from errors[min(errors)]
     return results

@@ -21,8 +21,12 @@ class Launch:
     """State shared by the rank threads of one launch_in_process: one lock
     and condition for all its rendezvous, and the ranks that failed."""
 
-    def __init__(self, world_size: int):
+    def __init__(self, world_size: int, timeout: float = 60.0):
         self.world_size = world_size
+        self.timeout = timeout
+        # Per rank: how many programs over every rank it has joined
+        # (compiler/replicated_graph.py); the n-th of each rank meet.
+        self.program_seq = [0] * world_size
         self.cond = threading.Condition()
         self.failed: Dict[int, BaseException] = {}
         self.groups: Dict[str, "Rendezvous"] = {}

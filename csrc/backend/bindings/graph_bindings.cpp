@@ -122,13 +122,25 @@ void bind_graph_executable(py::module_& m) {
   });
   py::class_<GraphExecutable, std::shared_ptr<GraphExecutable>>(m, "_GraphExecutable")
       .def(py::init([](const std::string& name, const py::list& inputs, const py::list& nodes,
-                       const py::list& outputs, const py::list& updates) {
+                       const py::list& outputs, const py::list& updates, const py::object& replicas) {
              lowering::Graph g = graph_of(inputs, nodes, outputs, updates);
+             std::vector<int> devices;
+             if (!replicas.is_none()) {
+               // (devices, {c10d group name: replica groups}): one replica per device.
+               auto t = replicas.cast<py::tuple>();
+               devices = t[0].cast<std::vector<int>>();
+               g.replicas.num_replicas = static_cast<int>(devices.size());
+               g.replicas.groups = t[1].cast<std::map<std::string, std::vector<std::vector<int64_t>>>>();
+               py::gil_scoped_release no_gil;
+               return std::make_shared<GraphExecutable>(g, name, devices);
+             }
              py::gil_scoped_release no_gil;
              return std::make_shared<GraphExecutable>(g, name);
            }),
-           py::arg("name"), py::arg("inputs"), py::arg("nodes"), py::arg("outputs"), py::arg("updates") = py::list())
+           py::arg("name"), py::arg("inputs"), py::arg("nodes"), py::arg("outputs"), py::arg("updates") = py::list(),
+           py::arg("replicas") = py::none())
       .def("__call__", &GraphExecutable::run)
+      .def("run_replicated", &GraphExecutable::run_replicated, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("module_text", &GraphExecutable::module_text)
       .def_property_readonly("compile_seconds", &GraphExecutable::compile_seconds)
       .def_property_readonly("num_inputs", &GraphExecutable::num_inputs);

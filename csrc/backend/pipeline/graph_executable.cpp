@@ -14,10 +14,27 @@
 
 namespace tt::backend {
 
-GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
-    : name_(std::move(name)), inputs_(g.inputs) {
+namespace {
+
+lowering::LoweredGraph lower(const lowering::Graph& g, const std::vector<int>& replica_devices) {
+  if (replica_devices.empty()) return lowering::lower_graph(g);
+  if (g.replicas.num_replicas != static_cast<int>(replica_devices.size()))
+    throw lowering::LoweringError("a replicated graph of " + std::to_string(replica_devices.size()) +
+                                  " devices needs a replica layout of as many replicas");
+  lowering::Graph replicated = g;
+  replicated.updates.clear();  // each replica's inputs are its own; no donation across the launch
+  lowering::LoweredGraph lowered = lowering::lower_graph(replicated);
+  if (lowered.needs_rng)
+    throw lowering::LoweringError("a replicated graph draws random numbers (each rank has its own generator)");
+  return lowered;
+}
+
+}  // namespace
+
+GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name, std::vector<int> replica_devices)
+    : name_(std::move(name)), inputs_(g.inputs), replica_devices_(std::move(replica_devices)) {
   lowering::set_matmul_precision(current_matmul_precision());
-  lowering::LoweredGraph lowered = lowering::lower_graph(g);
+  lowering::LoweredGraph lowered = lower(g, replica_devices_);
   text_ = std::move(lowered.module_text);
   outputs_ = std::move(lowered.outputs);
   needs_rng_ = lowered.needs_rng;
@@ -28,13 +45,15 @@ GraphExecutable::GraphExecutable(const lowering::Graph& g, std::string name)
   // Identical programs (the same graph compiled twice) share one executable.
   overrides_ = runtime::CurrentCompileOverrides();
   key_ = "graph:" + runtime::ToHex(runtime::Sha256::Of(text_)) + overrides_.key();
-  what_ = "graph " + name_ + " (" + std::to_string(g.nodes.size()) + " ops)";
+  what_ = "graph " + name_ + " (" + std::to_string(g.nodes.size()) + " ops";
+  what_ += replica_devices_.empty() ? ")" : ", " + std::to_string(replica_devices_.size()) + " replicas)";
   auto t0 = std::chrono::steady_clock::now();
   executable();
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 runtime::ExecutablePtr GraphExecutable::executable() const {
+  if (!replica_devices_.empty()) return replicated_program(text_, replica_devices_, what_);
   if (auto p = find_program(key_, ProgramMode::Graph)) return p->exe;
   // First run, or evicted from the program cache since: compile (again).
   auto p = std::make_shared<CachedProgram>();
@@ -43,6 +62,8 @@ runtime::ExecutablePtr GraphExecutable::executable() const {
   return p->exe;
 }
 std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inputs) const {
+  TORCH_CHECK(replica_devices_.empty(), "tpu graph ", name_, " runs as ", replica_devices_.size(),
+              " replicas: use run_replicated");
   TORCH_CHECK(inputs.size() == inputs_.size(), "tpu graph ", name_, ": expected ", inputs_.size(), " inputs, got ",
               inputs.size());
   int device = -1;
@@ -92,6 +113,47 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
   for (size_t i = 0; i < outs.size(); ++i)
     results.push_back(wrap_buffer(outs[i], outputs_[i].shape,
                                   aten_dtype(outputs_[i].dtype)));
+  return results;
+}
+
+runtime::BufferPtr GraphExecutable::input_buffer(const at::Tensor& t, size_t i, int device) const {
+  const hlo::Type& want = inputs_[i];
+  TORCH_CHECK(t.defined(), "tpu graph ", name_, ": input ", i, " is undefined");
+  TORCH_CHECK(static_cast<int>(to_element_type(t.scalar_type())) == static_cast<int>(want.dtype) &&
+                  t.sizes().vec() == want.shape,
+              "tpu graph ", name_, ": input ", i, " is ", t.scalar_type(), t.sizes(), ", but the graph was compiled for ",
+              want.str());
+  if (t.device().is_privateuseone()) {
+    TORCH_CHECK(t.device().index() == device, "tpu graph ", name_, ": input ", i, " is on tpu:", t.device().index(),
+                ", but its replica runs on tpu:", device);
+    return dense_buffer(t);
+  }
+  TORCH_CHECK(t.device().is_cpu(), "tpu graph ", name_, ": input ", i, " is on ", t.device());
+  at::Tensor host = t.contiguous();
+  return runtime_for(device).FromHost(host.const_data_ptr(), to_element_type(t.scalar_type()), t.sizes().vec(),
+                                      device);
+}
+
+std::vector<std::vector<at::Tensor>> GraphExecutable::run_replicated(
+    const std::vector<std::vector<at::Tensor>>& inputs) const {
+  const size_t n = replica_devices_.size();
+  TORCH_CHECK(n > 0, "tpu graph ", name_, " is a one-device program: call it, not run_replicated");
+  TORCH_CHECK(inputs.size() == n, "tpu graph ", name_, ": ", inputs.size(), " argument lists for ", n, " replicas");
+  std::vector<runtime::BufferPtr> keep;
+  std::vector<std::vector<runtime::Buffer*>> args(n);
+  for (size_t r = 0; r < n; ++r) {
+    TORCH_CHECK(inputs[r].size() == inputs_.size(), "tpu graph ", name_, ": replica ", r, " has ", inputs[r].size(),
+                " inputs, expected ", inputs_.size());
+    for (size_t i = 0; i < inputs[r].size(); ++i) {
+      keep.push_back(input_buffer(inputs[r][i], i, replica_devices_[r]));
+      args[r].push_back(keep.back().get());
+    }
+  }
+  auto outs = run_replicated_program(*executable(), args, what_, checks_);
+  std::vector<std::vector<at::Tensor>> results(n);
+  for (size_t r = 0; r < n; ++r)
+    for (size_t i = 0; i < outs[r].size(); ++i)
+      results[r].push_back(wrap_buffer(outs[r][i], outputs_[i].shape, aten_dtype(outputs_[i].dtype)));
   return results;
 }
 

@@ -19,7 +19,12 @@ class GraphExecutable {
   // Lowers and compiles `g`; `name` labels errors. Throws
   // lowering::LoweringError when a node cannot be lowered, c10::Error when
   // XLA refuses the program.
-  GraphExecutable(const lowering::Graph& g, std::string name);
+  //
+  // With `replica_devices`, one replica per device (g.replicas names the
+  // replica groups of its collectives): the program runs through
+  // run_replicated, replica r on replica_devices[r]. Such a graph updates no
+  // input in place and draws no random numbers (LoweringError).
+  GraphExecutable(const lowering::Graph& g, std::string name, std::vector<int> replica_devices = {});
 
   // Runs on `inputs` (tpu tensors of the declared dtypes and shapes, any
   // layout; CPU tensors are uploaded) and returns new contiguous tpu tensors.
@@ -28,12 +33,18 @@ class GraphExecutable {
   // its old buffer is donated to the program when nothing else holds it.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) const;
 
+  // A replicated program: replica r's inputs (on replica_devices[r], or CPU
+  // tensors, uploaded there) in, replica r's results out, one launch.
+  std::vector<std::vector<at::Tensor>> run_replicated(const std::vector<std::vector<at::Tensor>>& inputs) const;
+
   const std::string& module_text() const { return text_; }
   double compile_seconds() const { return compile_seconds_; }
   int64_t num_inputs() const { return static_cast<int64_t>(inputs_.size()); }
+  const std::vector<int>& replica_devices() const { return replica_devices_; }
 
  private:
   runtime::ExecutablePtr executable() const;
+  runtime::BufferPtr input_buffer(const at::Tensor& t, size_t i, int device) const;
 
   std::string name_;
   std::string text_;
@@ -45,6 +56,7 @@ class GraphExecutable {
   bool needs_rng_ = false;
   int64_t rng_counters_ = 0;
   double compile_seconds_ = 0;
+  std::vector<int> replica_devices_;  // empty: a one-device program
 };
 
 }  // namespace tt::backend

@@ -251,6 +251,19 @@ struct PendingChecks {
 std::mutex g_checks_mu;
 std::vector<PendingChecks> g_checks;
 
+// Keeps a program's check flags until the host next waits.
+void defer_checks(runtime::BufferPtr flags, const CheckList& checks) {
+  PendingChecks pending(std::move(flags), checks);
+  bool now;
+  {
+    std::lock_guard<std::mutex> lock(g_checks_mu);
+    g_checks.push_back(std::move(pending));
+    // A long run of programs without a host wait: verify the backlog.
+    now = launch_blocking() || g_checks.size() >= 1024;
+  }
+  if (now) verify_device_checks();
+}
+
 }  // namespace
 
 void verify_device_checks() {
@@ -310,16 +323,37 @@ std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, cons
     track_pending(outs.back());
   }
   if (checks && !checks->empty() && !outs.empty()) {
-    PendingChecks pending(std::move(outs.back()), checks);
+    defer_checks(std::move(outs.back()), checks);
     outs.pop_back();
-    bool now;
-    {
-      std::lock_guard<std::mutex> lock(g_checks_mu);
-      g_checks.push_back(std::move(pending));
-      // A long run of programs without a host wait: verify the backlog.
-      now = launch_blocking() || g_checks.size() >= 1024;
+  }
+  return outs;
+}
+
+std::vector<std::vector<runtime::BufferPtr>> run_replicated_program(
+    const runtime::Executable& exe, const std::vector<std::vector<runtime::Buffer*>>& args, const std::string& what,
+    const CheckList& checks) {
+  std::vector<std::vector<runtime::BufferPtr>> outs;
+  try {
+    outs = exe.ExecuteReplicated(args);
+  } catch (const runtime::Error& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), "tpu: out of memory running ", what, ": ", e.what());
+    TORCH_CHECK(false, "tpu: running ", what, " failed: ", e.what());
+  }
+  for (auto& replica : outs) {
+    if (replica.empty()) continue;
+    if (launch_blocking()) {
+      try {
+        for (const auto& b : replica) b->BlockUntilReady();
+      } catch (const runtime::Error& e) {
+        TORCH_CHECK(false, "tpu: ", what, " failed on the device: ", e.what());
+      }
+    } else {
+      track_pending(replica.back());
     }
-    if (now) verify_device_checks();
+    if (checks && !checks->empty()) {
+      defer_checks(std::move(replica.back()), checks);
+      replica.pop_back();
+    }
   }
   return outs;
 }

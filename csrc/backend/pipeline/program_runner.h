@@ -142,6 +142,14 @@ bool launch_blocking();
 std::vector<runtime::BufferPtr> run_program(const runtime::Executable& exe, const ProgramArgs& args, int device,
                                             const std::string& what, const CheckList& checks = nullptr);
 
+// Runs a program of runtime::CompileReplicated with one argument list per
+// replica (replica r's buffers on its device); returns each replica's
+// results. With `checks`, each replica's last result is its check flags,
+// kept and raised as run_program's are. Nothing is donated.
+std::vector<std::vector<runtime::BufferPtr>> run_replicated_program(
+    const runtime::Executable& exe, const std::vector<std::vector<runtime::Buffer*>>& args, const std::string& what,
+    const CheckList& checks = nullptr);
+
 // Reads the flags of every program run since the last call and raises the
 // first failed check as PyTorch's CPU kernel would (IndexError, RuntimeError
 // or ValueError, naming the op and the bad value). Called wherever the host

@@ -3,6 +3,7 @@
 // their base's storage, and factories are empty + fill_. Inside a graph every
 // value is a logical row-major array, so a view is a reshape, transpose or
 // slice of its input, and a factory is a constant.
+#include "lowering/device_check.h"
 #include "lowering/helpers.h"
 #include "lowering/view.h"
 
@@ -282,6 +283,26 @@ TT_GRAPH_RULE({"aten::convolution_backward"}, [](Builder& b, const Args& a, cons
   Args rest(a.begin(), a.end());
   rest.erase(rest.begin() + 3);
   return find_rule("aten::convolution_backward_overrideable")->fn(b, rest, c);
+});
+
+}  // namespace
+}  // namespace tt::lowering
+
+namespace tt::lowering {
+namespace {
+
+// torch._assert_async(t[, msg]) inside a graph (one_hot's range check, for
+// one): a device check, raised when the host next waits, as CUDA's
+// device-side assert is; eager mode reads the value at once
+// (backend/aten/assert_async.cpp). Same message as PyTorch's CPU kernel.
+TT_GRAPH_RULE({"aten::_assert_async", "aten::_assert_async.msg"}, [](Builder& b, const Args& a, const Context& c) {
+  Value x = a[0].value();
+  if (x.type.numel() != 1) throw LoweringError("_assert_async: expected a tensor of one element");
+  Value nonzero = b.reshape(b.convert(x, DType::Pred), {});
+  Value bad = b.compare(nonzero, b.constant_int(0, DType::Pred), hlo::Cmp::EQ);
+  std::string msg = a.size() > 1 && !a[1].s.empty() ? a[1].s : "Expected Tensor with single nonzero value, but got zero";
+  add_check(b, c, bad, b.constant_int(0, DType::S64), CheckError::Runtime, msg);
+  return Values{};
 });
 
 }  // namespace

@@ -1,0 +1,166 @@
+"""A compiled graph whose collectives stay inside its one program: one
+replica per rank, launched once for all the ranks.
+
+Where every rank's device belongs to this process's PJRT client (the device
+transport of `tpu_dist`: ranks as threads of launch_in_process, rank r on
+tpu:r), a graph with `_c10d_functional` collectives lowers to one StableHLO
+module of N replicas (`mhlo.num_replicas` = the world size, replica r on
+rank r's device). Each collective node becomes its StableHLO collective over
+the replica groups of the c10d group it names
+(csrc/lowering/ops/collectives.cpp); `wait_tensor` is the identity.
+
+Each rank calls its graph with its own inputs. The ranks meet in the
+launch's program rendezvous: the last to arrive checks that every rank
+brings inputs of the same types (every rank issues the same programs in
+the same order; a rank that differs makes every rank raise before anything
+runs) and the same module, launches it once over all the devices, and each
+rank takes its replica's results. Where the ranks' graphs lower to
+different modules (a constant that depends on the rank), every rank runs
+that graph in segments instead. A rank that fails or never arrives makes
+the others raise, as a collective does.
+
+A graph this cannot express (a group that is not the whole world, uneven
+all_to_all splits, random ops) runs in program segments instead
+(collective_segments.py); every rank decides alike, from the graph alone.
+"""
+import hashlib
+
+import torch
+
+from .. import _C
+from . import stats
+from .bucketed_program import materialize
+from .graph_spec import GraphSpec, Unsupported
+
+_F = torch.ops._c10d_functional
+
+# Where each collective keeps its group name.
+_GROUP_ARG = {
+    _F.all_reduce.default: 2, _F.all_reduce_coalesced.default: 2, _F.all_gather_into_tensor.default: 2,
+    _F.all_gather_into_tensor_coalesced.default: 2, _F.reduce_scatter_tensor.default: 3,
+    _F.reduce_scatter_tensor_coalesced.default: 3, _F.all_to_all_single.default: 3, _F.broadcast.default: 2,
+}
+
+
+class ReplicaLayout:
+    """The program's replicas: `devices[r]` is rank r's device, `groups`
+    maps each c10d group name in the graph to its replica groups."""
+
+    def __init__(self, launch, devices, groups):
+        self.launch = launch
+        self.devices = devices
+        self.groups = groups
+
+
+def _device_transport_ranks(name):
+    """The global ranks of group `name` if it is a device-transport group of
+    this rank thread's world, else None."""
+    import torch.distributed as dist
+    from torch.distributed.distributed_c10d import _resolve_process_group
+    from ..distributed.device_transport import DeviceTransportGroup
+
+    try:
+        pg = _resolve_process_group(name)
+    except Exception:  # noqa: BLE001 - an unknown name: not ours to run
+        return None
+    backend = pg
+    if not isinstance(pg, DeviceTransportGroup):
+        try:
+            backend = pg._get_backend(torch.device("tpu"))
+        except Exception:  # noqa: BLE001
+            return None
+    if not isinstance(backend, DeviceTransportGroup):
+        return None
+    return list(dist.get_process_group_ranks(pg))
+
+
+def replica_layout(gm):
+    """The layout for running `gm`'s collectives inside its program, or None
+    when they must run between program segments: outside a launch_in_process
+    rank, or a group that is not the whole world of the launch."""
+    from ..distributed.in_process import current_launch
+
+    launch = current_launch()
+    if launch is None:
+        return None
+    world = launch.world_size
+    groups = {}
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target not in _GROUP_ARG:
+            continue
+        k = _GROUP_ARG[n.target]
+        name = n.args[k] if k < len(n.args) else n.kwargs.get("group_name")
+        if not isinstance(name, str):
+            return None
+        if name in groups:
+            continue
+        ranks = _device_transport_ranks(name)
+        # Another rank's subgroups are unknown here, and replica groups must
+        # partition every replica: only whole-world groups are expressible.
+        if ranks is None or sorted(ranks) != list(range(world)):
+            return None
+        groups[name] = [ranks]
+    if not groups:
+        return None
+    return ReplicaLayout(launch, list(range(world)), groups)
+
+
+class ReplicatedGraph:
+    """Called by CompiledGraph with one rank's boxed arguments."""
+
+    def __init__(self, gm, name, layout, fallback):
+        self.gm = gm
+        self.name = name
+        self.layout = layout
+        self.fallback = fallback  # () -> a SegmentedGraph, for a graph that cannot be one program
+        self.programs = {}        # input signature -> (executable, spec, key) or None (segments)
+        self.segmented = None
+        self.collective_count = sum(n.op == "call_function" and n.target in _GROUP_ARG for n in gm.graph.nodes)
+
+    def _build(self, args, sig):
+        try:
+            spec = GraphSpec(self.gm, args)
+            exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs, [],
+                                      (self.layout.devices, self.layout.groups))
+        except (Unsupported, _C.LoweringError) as e:
+            stats.record_in_program_fallback(self.name, str(e))
+            self.programs[sig] = None
+            return None
+        stats.record_compile(self.name, exe.compile_seconds, exe.compile_seconds, [n[0] for n in spec.nodes])
+        stats.record_replicated(self.name, self.collective_count)
+        key = hashlib.sha256(exe.module_text.encode()).hexdigest()[:16]
+        self.programs[sig] = (exe, spec, key)
+        return self.programs[sig]
+
+    def __call__(self, args, sig):
+        materialize(args)
+        entry = self.programs.get(sig, False)
+        if entry is False:
+            entry = self._build(args, sig)
+        if entry is None:
+            if self.segmented is None:
+                self.segmented = self.fallback()
+            return self.segmented(args)
+        exe, spec, key = entry
+        inputs = [args[s] if isinstance(s, int) else s[1] for s in spec.input_slots]
+        held = list(args)
+        args.clear()
+
+        def launch(payloads):
+            if len({k for k, _ in payloads}) > 1:
+                return [None] * len(payloads)  # the ranks' programs differ: each runs its own segments
+            return exe.run_replicated([p for _, p in payloads])
+
+        from ..distributed.in_process import join_program
+
+        results = join_program(
+            f"compiled graph {self.name} (one program of {len(self.layout.devices)} replicas)",
+            tuple((str(t.dtype), tuple(t.shape)) for t in inputs), (key, inputs), launch)
+        if results is None:
+            stats.record_in_program_fallback(
+                self.name, "the ranks' graphs lower to different programs (a constant that differs by rank, "
+                "such as a slice at the rank's offset); make it an input to keep one program")
+            self.programs[sig] = None
+            return self(held, sig)
+        spec.run_effects(results)
+        return [results[p[1]] if p[0] == "t" else p[1] for p in spec.output_plan]
