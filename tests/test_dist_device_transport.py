@@ -312,9 +312,8 @@ def test_tensor_parallel_equals_one_cpu_process():
 
 def test_compiled_step_with_collectives_on_device_transport():
     """A compiled fn with funcol all_reduce (DDP-like) and all_to_all_single
-    (MoE-like dispatch) on the device transport, equal to the CPU math. Its
-    collectives run between program segments, each one XLA program over the
-    ranks' devices (collectives_in_program is still False)."""
+    (MoE-like dispatch) on the device transport, equal to the CPU math (its
+    program form: tests/test_dist_compiled_in_program.py)."""
     import torch.distributed._functional_collectives as funcol
 
     def body(rank, world):

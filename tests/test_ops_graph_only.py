@@ -311,6 +311,39 @@ def test_graph_rule_in_a_one_node_graph(entry):
             assert_close(r, e, e.dtype)
 
 
+# Graph-only rules a one-node graph cannot show, and the test that does.
+TESTED_ELSEWHERE = {
+    "aten::_assert_async": "test_assert_async_in_a_graph_is_a_device_check",
+    "aten::_assert_async.msg": "test_assert_async_in_a_graph_is_a_device_check",
+    # a program of one replica per rank: tests/test_dist_compiled_in_program.py
+    **{f"_c10d_functional::{c}": "tests/test_dist_compiled_in_program.py" for c in (
+        "all_reduce", "all_reduce_coalesced", "all_gather_into_tensor", "all_gather_into_tensor_coalesced",
+        "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced", "all_to_all_single", "broadcast",
+        "wait_tensor")},
+}
+
+
 def test_every_graph_only_rule_has_a_one_node_graph():
     graph_only = set(torch_tpu._C._graph_rule_names()) - set(torch_tpu.lowered_ops())
-    assert graph_only - {e[0] for e in ONE_NODE} == set()
+    assert graph_only - {e[0] for e in ONE_NODE} - set(TESTED_ELSEWHERE) == set()
+
+
+@pytest.mark.parametrize("msg", [True, False])
+def test_assert_async_in_a_graph_is_a_device_check(msg):
+    """The graph stays one program; a zero raises PyTorch's RuntimeError
+    (its message) when the host next waits, a nonzero passes."""
+    graph = torch.fx.Graph()
+    x, flag = graph.placeholder("x"), graph.placeholder("flag")
+    args = (flag, "index out of range in one_hot") if msg else (flag,)
+    graph.call_function(aten._assert_async.msg if msg else aten._assert_async.default, args)
+    graph.output([graph.call_function(aten.add.Tensor, (x, x))])
+    cg = CompiledGraph(torch.fx.GraphModule(torch.nn.Module(), graph), f"assert_async_{msg}")
+    before = torch_tpu.compile_stats()
+    x = torch.arange(3.0, device="tpu")
+    out = cg([x, torch.tensor(True, device="tpu")])
+    assert_close(out[0], torch.arange(3.0) * 2, torch.float32)
+    cg([x, torch.tensor(2, device="tpu")])[0].cpu()  # nonzero int: passes
+    assert not torch_tpu.compile_stats()["eager_graphs"].keys() - before["eager_graphs"].keys()
+    want = "index out of range in one_hot" if msg else "Expected Tensor with single nonzero value, but got zero"
+    with pytest.raises(RuntimeError, match=want):
+        cg([x, torch.tensor(0.0, device="tpu")])[0].cpu()
