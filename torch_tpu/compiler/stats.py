@@ -36,16 +36,20 @@ def record_replicated(name, collective_count):
         _stats["collectives_in_program"] += collective_count
 
 
+def _record_reason(table, name, reason, message):
+    """Keeps `reason` for graph `name` in _stats[table]; warns the first time a reason is seen."""
+    import warnings
+    with _lock:
+        first = reason not in _stats[table].values()
+        _stats[table][name] = reason
+    if first:
+        warnings.warn(f"torch_tpu: graph {name} {message}: {reason}", stacklevel=4)
+
+
 def record_in_program_fallback(name, reason):
     """A graph on in-process ranks that could not hold its collectives in
     one program and runs in segments."""
-    import warnings
-    with _lock:
-        first = reason not in _stats["in_program_fallbacks"].values()
-        _stats["in_program_fallbacks"][name] = reason
-    if first:
-        warnings.warn(f"torch_tpu: graph {name} runs its collectives between program segments: {reason}",
-                      stacklevel=3)
+    _record_reason("in_program_fallbacks", name, reason, "runs its collectives between program segments")
 
 
 def record_compile(name, seconds, xla_seconds, ops, bucketed=False):
@@ -66,22 +70,11 @@ def record_recompile(name):
 
 
 def record_eager(name, reason):
-    import warnings
-    with _lock:
-        first = reason not in _stats["eager_graphs"].values()
-        _stats["eager_graphs"][name] = reason
-    if first:
-        warnings.warn(f"torch_tpu: graph {name} runs op by op (eagerly) on tpu: {reason}", stacklevel=3)
+    _record_reason("eager_graphs", name, reason, "runs op by op (eagerly) on tpu")
 
 
 def record_bucket_fallback(name, reason):
-    import warnings
-    with _lock:
-        first = reason not in _stats["bucket_fallbacks"].values()
-        _stats["bucket_fallbacks"][name] = reason
-    if first:
-        warnings.warn(f"torch_tpu: graph {name} compiles per exact shape, not per shape bucket: {reason}",
-                      stacklevel=3)
+    _record_reason("bucket_fallbacks", name, reason, "compiles per exact shape, not per shape bucket")
 
 
 def compile_stats():

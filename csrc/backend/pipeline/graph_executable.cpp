@@ -74,25 +74,9 @@ std::vector<at::Tensor> GraphExecutable::run(const std::vector<at::Tensor>& inpu
                 "devices, tpu:", device, " and tpu:", t.device().index(), "!");
   }
   if (device < 0) device = current_device();
-  auto& rt = runtime_for(device);
 
   ProgramArgs args;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const at::Tensor& t = inputs[i];
-    const hlo::Type& want = inputs_[i];
-    TORCH_CHECK(t.defined(), "tpu graph ", name_, ": input ", i, " is undefined");
-    TORCH_CHECK(static_cast<int>(to_element_type(t.scalar_type())) == static_cast<int>(want.dtype) &&
-                    t.sizes().vec() == want.shape,
-                "tpu graph ", name_, ": input ", i, " is ", t.scalar_type(), t.sizes(), ", but the graph was compiled for ",
-                want.str());
-    if (t.device().is_privateuseone()) {
-      args.add(dense_buffer(t));
-    } else {
-      TORCH_CHECK(t.device().is_cpu(), "tpu graph ", name_, ": input ", i, " is on ", t.device());
-      at::Tensor host = t.contiguous();
-      args.add(rt.FromHost(host.const_data_ptr(), to_element_type(t.scalar_type()), t.sizes().vec(), device));
-    }
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) args.add(input_buffer(inputs[i], i, device));
   if (needs_rng_) args.add_rng(std::nullopt, device, rng_counters_);
   // An updated input's buffer may be donated when the input is all of its
   // storage and only that storage and this call hold the buffer (no other
