@@ -17,7 +17,7 @@ run), so the loss columns show the runs trained the same model:
     tpu  n ranks: FSDP n x EP n (EP 1 at 1 rank)
     CPU  n ranks: FSDP n, EP 1 (gloo's list all_to_all needs equal sizes; EP does not change the math)
 
-Figures (benchmarks/torchtitan.py's reading of TorchTitan's log lines): tokens/s per rank is
+Figures (benchmarks/titan_training.py's reading of TorchTitan's log lines): tokens/s per rank is
 TorchTitan's `tps`, median over steps >= 3; total = x ranks; steps/s from step-line times,
 steps 2..N; first step: cold XLA program cache. `built/step` is the most programs any tpu
 rank built in one step after step 2 (program_counter.py), `built 1` those of step 1.
@@ -36,13 +36,9 @@ sys.path.insert(0, str(HERE.parent / "examples" / "torchtitan"))
 
 
 def _titan_bench():
-    """benchmarks/torchtitan.py (its command line, seed run, log readers and report), loaded by path: its
-    name is the package's."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("titan_bench", HERE / "torchtitan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/titan_training.py: its command line, seed run, log readers and report."""
+    import titan_training
+    return titan_training
 
 
 _bench = _titan_bench()

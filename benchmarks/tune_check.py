@@ -1,7 +1,9 @@
 """Checks torch_tpu.tune against an exhaustive search, on benchmarks/run.py's
-workloads (through benchmarks/tune_workload.py):
+workloads (through benchmarks/tune_workload.py) and TorchTitan's debug model
+(`torchtitan`, benchmarks/tune_titan.py; run it with .venv-2.14's python):
 
     python benchmarks/tune_check.py --workloads mlp,convnet --budget 180
+    .venv-2.14/bin/python benchmarks/tune_check.py --workloads torchtitan --budget 240
 
 For each workload:
 1. the tuner runs with --budget (its own choice of what to measure);
@@ -33,6 +35,13 @@ import torch_tpu.tune as tt  # noqa: E402
 from torch_tpu.tune import noise, runner, space, workload  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "tune_workload.py")
+# Workloads that are scripts of their own (no script arguments).
+SCRIPTS = {"torchtitan": os.path.join(HERE, "tune_titan.py")}
+
+
+def script_of(name):
+    """(script, script arguments) of a workload name."""
+    return (SCRIPTS[name], []) if name in SCRIPTS else (SCRIPT, [name])
 
 
 def space_of(info, allow_precision):
@@ -58,11 +67,12 @@ def exhaustive(source, candidates, repeats, sample_s, timeout):
 def check(name, args):
     print(f"[{name}] tuner, budget {args.budget:.0f} s", file=sys.stderr, flush=True)
     t0 = time.monotonic()
-    result = tt.tune(SCRIPT, script_args=[name], budget_s=args.budget, knobs=["mode"] + (
+    script, script_args = script_of(name)
+    result = tt.tune(script, script_args=script_args, budget_s=args.budget, knobs=["mode"] + (
         ["matmul_precision"] if args.allow_precision else []), allow_precision=args.allow_precision,
         progress=not args.quiet)
     tuner_s = time.monotonic() - t0
-    source = workload.describe(SCRIPT, [name])
+    source = workload.describe(script, script_args)
     info = result.default.ok_runs[0]["info"]
     cands = space_of(info, args.allow_precision)
     runs = exhaustive(source, cands, args.repeats, args.sample, args.timeout)
@@ -98,9 +108,9 @@ def main():
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
     names = [n for n in args.workloads.split(",") if n]
-    bad = [n for n in names if n not in ALL]
+    bad = [n for n in names if n not in ALL and n not in SCRIPTS]
     if bad:
-        raise SystemExit(f"unknown workloads {bad} (choose from {', '.join(ALL)})")
+        raise SystemExit(f"unknown workloads {bad} (choose from {', '.join(list(ALL) + list(SCRIPTS))})")
     started = datetime.datetime.now(datetime.timezone.utc)
     docs = [check(n, args) for n in names]
     print(f"\n{'workload':14s} {'pick':28s} {'best':28s} {'pick/best':>9s} {'<=5%':>5s} {'>=default':>9s} "

@@ -130,14 +130,14 @@ TITAN_PYTHON = os.path.join(ROOT, ".venv-2.14", "bin", "python")
 
 
 @pytest.mark.skipif(not settings.get("TORCH_TPU_HEAVY"),
-                    reason="heavy tier: set TORCH_TPU_HEAVY=1 (benchmarks/torchtitan.py --quick: 6 torchruns, ~3 min)")
+                    reason="heavy tier: set TORCH_TPU_HEAVY=1 (benchmarks/titan_training.py --quick: 6 torchruns, ~3 min)")
 @pytest.mark.skipif(not os.path.exists(TITAN_PYTHON), reason="needs `bash scripts/setup.sh --titan` (.venv-2.14)")
 def test_torchtitan_quick_prints_table_and_json(tmp_path):
-    """benchmarks/torchtitan.py --quick: tpu eager at 1 and 2 ranks, tpu compiled
+    """benchmarks/titan_training.py --quick: tpu eager at 1 and 2 ranks, tpu compiled
     and CPU + gloo at 2 ranks, from one seed checkpoint; every run has positive
     tokens/s and first-step time, and the 2-rank runs logged the same losses."""
     env = {k: v for k, v in os.environ.items() if k != "TORCH_TPU_NUM_DEVICES"}
-    cmd = [TITAN_PYTHON, os.path.join(ROOT, "benchmarks", "torchtitan.py"), "--quick", "--out", str(tmp_path),
+    cmd = [TITAN_PYTHON, os.path.join(ROOT, "benchmarks", "titan_training.py"), "--quick", "--out", str(tmp_path),
            "--workdir", str(tmp_path / "runs"), "--timeout", "600"]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/", timeout=1500)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

@@ -1,8 +1,8 @@
 """TorchTitan benchmark: TorchTitan 0.3.0's llama3 debug model trained on tpu
 (eager and compiled) against TorchTitan's own trainer on the CPU with gloo, in one run.
 
-    .venv-2.14/bin/python benchmarks/torchtitan.py            # seq 256 x batch 4, 10 steps per run
-    .venv-2.14/bin/python benchmarks/torchtitan.py --quick    # seq 64 x batch 2, 4 steps, ranks 1,2
+    .venv-2.14/bin/python benchmarks/titan_training.py            # seq 256 x batch 4, 10 steps per run
+    .venv-2.14/bin/python benchmarks/titan_training.py --quick    # seq 64 x batch 2, 4 steps, ranks 1,2
 
 Needs `bash scripts/setup.sh --titan` (.venv-2.14). Every run is one torchrun of
 examples/torchtitan/run.py's command (`--config llama3_debugmodel_sdpa`, float32,
