@@ -76,12 +76,14 @@ def _device_transport_ranks(name):
 
 def replica_layout(gm):
     """The layout for running `gm`'s collectives inside its program, or None
-    when they must run between program segments: outside a launch_in_process
-    rank, or a group that is not the whole world of the launch."""
+    when they run between program segments: outside a launch_in_process rank,
+    a group that is not the whole world of the launch, or
+    TORCH_TPU_COLLECTIVES_IN_PROGRAM=0."""
+    from .. import settings
     from ..distributed.in_process import current_launch
 
     launch = current_launch()
-    if launch is None:
+    if launch is None or not settings.get("TORCH_TPU_COLLECTIVES_IN_PROGRAM"):
         return None
     world = launch.world_size
     groups = {}
