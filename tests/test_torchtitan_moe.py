@@ -88,8 +88,9 @@ def test_moe_fsdp2_x_ep2_on_tpu_equals_cpu_and_builds_no_program_after_warmup(tm
     (1, ["--parallelism.data_parallel_shard_degree=1"]),
     (2, FSDP2),
     (2, FSDP2_EP2),
+    (2, FSDP2_EP2 + ["--compile.enable", "--compile.backend=tpu"]),
     (4, ["--parallelism.data_parallel_shard_degree=4", "--parallelism.expert_parallel_degree=4"]),
-], ids=["one_rank", "fsdp2", "fsdp2_ep2", "fsdp4_ep4"])
+], ids=["one_rank", "fsdp2", "fsdp2_ep2", "fsdp2_ep2_compiled", "fsdp4_ep4"])
 def test_moe_20_steps_on_tpu_equal_cpu(tmp_path, seed_checkpoint, nproc, extra):
     """20 steps against the CPU with gloo at the same data-parallel size (same batches), EP 1."""
     seed = seed_checkpoint(CONFIG)
