@@ -24,6 +24,7 @@ all_to_all splits, random ops) runs in program segments instead
 (collective_segments.py); every rank decides alike, from the graph alone.
 """
 import hashlib
+import time
 
 import torch
 
@@ -46,8 +47,7 @@ class ReplicaLayout:
     """The program's replicas: `devices[r]` is rank r's device, `groups`
     maps each c10d group name in the graph to its replica groups."""
 
-    def __init__(self, launch, devices, groups):
-        self.launch = launch
+    def __init__(self, devices, groups):
         self.devices = devices
         self.groups = groups
 
@@ -104,7 +104,7 @@ def replica_layout(gm):
         groups[name] = [ranks]
     if not groups:
         return None
-    return ReplicaLayout(launch, list(range(world)), groups)
+    return ReplicaLayout(list(range(world)), groups)
 
 
 class ReplicatedGraph:
@@ -120,6 +120,7 @@ class ReplicatedGraph:
         self.collective_count = sum(n.op == "call_function" and n.target in _GROUP_ARG for n in gm.graph.nodes)
 
     def _build(self, args, sig):
+        t0 = time.perf_counter()
         try:
             spec = GraphSpec(self.gm, args)
             exe = _C._GraphExecutable(self.name, spec.inputs, spec.nodes, spec.outputs, [],
@@ -128,7 +129,7 @@ class ReplicatedGraph:
             stats.record_in_program_fallback(self.name, str(e))
             self.programs[sig] = None
             return None
-        stats.record_compile(self.name, exe.compile_seconds, exe.compile_seconds, [n[0] for n in spec.nodes])
+        stats.record_compile(self.name, time.perf_counter() - t0, exe.compile_seconds, [n[0] for n in spec.nodes])
         stats.record_replicated(self.name, self.collective_count)
         key = hashlib.sha256(exe.module_text.encode()).hexdigest()[:16]
         self.programs[sig] = (exe, spec, key)
