@@ -242,7 +242,9 @@ def test_rank_dependent_graphs_run_in_segments_and_stay_right(counted):
     assert all("differ" in r for r in s["in_program_fallbacks"].values()), s
 
 
-def test_ranks_issuing_different_programs_raise_on_every_rank():
+def test_ranks_issuing_different_programs_raise_on_every_rank(counted):
+    """Different programs at the rendezvous: every rank runs its graph in
+    segments, whose all_reduces of different shapes then raise on every rank."""
     def body(rank, world):
         @torch.compile(backend="tpu", dynamic=False)
         def step(x):
@@ -254,6 +256,7 @@ def test_ranks_issuing_different_programs_raise_on_every_rank():
     with pytest.raises(RankError, match="differ") as info:
         run(body, timeout=datetime.timedelta(seconds=30))
     assert set(info.value.errors) == {0, 1}
+    assert all("different programs" in r for r in counted()["in_program_fallbacks"].values())
 
 
 def test_uneven_all_to_all_runs_in_segments_and_stays_right(counted):

@@ -9,19 +9,21 @@ rank r's device). Each collective node becomes its StableHLO collective over
 the replica groups of the c10d group it names
 (csrc/lowering/ops/collectives.cpp); `wait_tensor` is the identity.
 
-Each rank calls its graph with its own inputs. The ranks meet in the
-launch's program rendezvous: the last to arrive checks that every rank
-brings inputs of the same types (every rank issues the same programs in
-the same order; a rank that differs makes every rank raise before anything
-runs) and the same module, launches it once over all the devices, and each
-rank takes its replica's results. Where the ranks' graphs lower to
-different modules (a constant that depends on the rank), every rank runs
-that graph in segments instead. A rank that fails or never arrives makes
-the others raise, as a collective does.
+The program spans the ranks of the graph's one c10d group (the whole world,
+or a subgroup: each tensor-parallel group of a 2-D mesh runs its own copy
+over its own devices). Each rank calls its graph with its own inputs; the
+group's ranks meet in the launch's program rendezvous for that group, and
+the last to arrive launches the program once over the group's devices if
+every rank brought the same module and input types; each rank takes its
+replica's results. Where they differ (ranks running other graphs, or a
+constant that depends on the rank), every rank runs that graph in segments
+instead, whose collectives then meet one by one (and raise on every rank if
+they disagree). A rank that fails or never arrives makes the others raise,
+as a collective does.
 
-A graph this cannot express (a group that is not the whole world, uneven
-all_to_all splits, random ops) runs in program segments instead
-(collective_segments.py); every rank decides alike, from the graph alone.
+A graph this cannot express (collectives on two groups, uneven all_to_all
+splits, random ops) runs in program segments (collective_segments.py); every
+rank decides alike, from the graph alone.
 """
 import hashlib
 import time
@@ -44,12 +46,15 @@ _GROUP_ARG = {
 
 
 class ReplicaLayout:
-    """The program's replicas: `devices[r]` is rank r's device, `groups`
-    maps each c10d group name in the graph to its replica groups."""
+    """The program's replicas: replica i is global rank `ranks[i]` of the
+    graph's c10d group `group`, on device `devices[i]`; `groups` maps the
+    group's name to its replica groups (all the replicas, in group order)."""
 
-    def __init__(self, devices, groups):
-        self.devices = devices
-        self.groups = groups
+    def __init__(self, group, ranks):
+        self.group = group
+        self.ranks = ranks
+        self.devices = list(ranks)  # launch_in_process: rank r runs on tpu:r
+        self.groups = {group: [list(range(len(ranks)))]}
 
 
 def _device_transport_ranks(name):
@@ -76,35 +81,27 @@ def _device_transport_ranks(name):
 
 def replica_layout(gm):
     """The layout for running `gm`'s collectives inside its program, or None
-    when they run between program segments: outside a launch_in_process rank,
-    a group that is not the whole world of the launch, or
-    TORCH_TPU_COLLECTIVES_IN_PROGRAM=0."""
+    when they run between program segments: outside a launch_in_process
+    rank, collectives on more than one group, or
+    TORCH_TPU_COLLECTIVES_IN_PROGRAM=0. The program spans the ranks of the
+    graph's one group (the whole world, or a subgroup such as one tensor-
+    parallel group of a 2-D mesh): those ranks run it together, and other
+    groups' ranks run their own copy over their own devices."""
     from .. import settings
     from ..distributed.in_process import current_launch
 
-    launch = current_launch()
-    if launch is None or not settings.get("TORCH_TPU_COLLECTIVES_IN_PROGRAM"):
+    if current_launch() is None or not settings.get("TORCH_TPU_COLLECTIVES_IN_PROGRAM"):
         return None
-    world = launch.world_size
-    groups = {}
+    names = set()
     for n in gm.graph.nodes:
-        if n.op != "call_function" or n.target not in _GROUP_ARG:
-            continue
-        k = _GROUP_ARG[n.target]
-        name = n.args[k] if k < len(n.args) else n.kwargs.get("group_name")
-        if not isinstance(name, str):
-            return None
-        if name in groups:
-            continue
-        ranks = _device_transport_ranks(name)
-        # Another rank's subgroups are unknown here, and replica groups must
-        # partition every replica: only whole-world groups are expressible.
-        if ranks is None or sorted(ranks) != list(range(world)):
-            return None
-        groups[name] = [ranks]
-    if not groups:
+        if n.op == "call_function" and n.target in _GROUP_ARG:
+            k = _GROUP_ARG[n.target]
+            names.add(n.args[k] if k < len(n.args) else n.kwargs.get("group_name"))
+    if len(names) != 1 or not isinstance(next(iter(names)), str):
         return None
-    return ReplicaLayout(list(range(world)), groups)
+    name = names.pop()
+    ranks = _device_transport_ranks(name)
+    return None if ranks is None else ReplicaLayout(name, ranks)
 
 
 class ReplicatedGraph:
@@ -150,19 +147,23 @@ class ReplicatedGraph:
         args.clear()
 
         def launch(payloads):
-            if len({k for k, _ in payloads}) > 1:
-                return [None] * len(payloads)  # the ranks' programs differ: each runs its own segments
-            return exe.run_replicated([p for _, p in payloads])
+            if len({(k, types) for k, types, _ in payloads}) > 1:
+                # The ranks bring different programs (another graph, other
+                # input types, a rank-dependent constant): each runs its
+                # graph in segments, whose collectives meet one by one.
+                return [None] * len(payloads)
+            return exe.run_replicated([p for _, _, p in payloads])
 
         from ..distributed.in_process import join_program
 
-        results = join_program(
-            f"compiled graph {self.name} (one program of {len(self.layout.devices)} replicas)",
-            tuple((str(t.dtype), tuple(t.shape)) for t in inputs), (key, inputs), launch)
+        layout = self.layout
+        types = tuple((str(t.dtype), tuple(t.shape)) for t in inputs)
+        results = join_program(f"compiled graph {self.name} (one program of {len(layout.ranks)} replicas)",
+                               layout.ranks, layout.group, "program", (key, types, inputs), launch)
         if results is None:
             stats.record_in_program_fallback(
-                self.name, "the ranks' graphs lower to different programs (a constant that differs by rank, "
-                "such as a slice at the rank's offset); make it an input to keep one program")
+                self.name, "the ranks brought different programs (other graphs or input types, or a constant "
+                "that differs by rank, such as a slice at the rank's offset; make it an input to keep one program)")
             self.programs[sig] = None
             return self(held, sig)
         spec.run_effects(results)

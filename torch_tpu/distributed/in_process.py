@@ -28,20 +28,21 @@ def current_launch() -> Optional[Launch]:
     return getattr(_local, "launch", None)
 
 
-def join_program(what: str, sig, inputs, run: Callable[[List[Any]], List[Any]]):
-    """This rank's part of one program over every rank of its launch: the
-    n-th call of each rank meet; the last to arrive checks that the ranks'
-    signatures agree and calls `run(inputs of every rank, in rank order)`,
+def join_program(what: str, ranks: List[int], group: str, sig, inputs, run: Callable[[List[Any]], List[Any]]):
+    """This rank's part of one program over the ranks `ranks` (global ranks,
+    this one among them) of c10d group `group`: the n-th call of each of
+    those ranks for that group meet; the last to arrive checks that their
+    signatures agree and calls `run(inputs of every rank, in `ranks` order)`,
     which returns one result per rank. Raises as a collective does when a
     rank differs, fails, or stays away past the launch's timeout."""
     launch = current_launch()
     if launch is None:
         raise RuntimeError(f"{what}: not on a launch_in_process rank")
     rank = _local.rank
-    launch.program_seq[rank] += 1
-    rdv = launch.group("compiled programs", launch.world_size)
-    return rdv.join(launch.program_seq[rank], rank, list(range(launch.world_size)), what, sig, inputs, run,
-                    launch.timeout)
+    key = (rank, group)
+    launch.program_seq[key] = launch.program_seq.get(key, 0) + 1
+    rdv = launch.group(f"compiled programs of group {group}", len(ranks))
+    return rdv.join(launch.program_seq[key], ranks.index(rank), ranks, what, sig, inputs, run, launch.timeout)
 
 
 class RankError(RuntimeError):

@@ -24,9 +24,10 @@ class Launch:
     def __init__(self, world_size: int, timeout: float = 60.0):
         self.world_size = world_size
         self.timeout = timeout
-        # Per rank: how many programs over every rank it has joined
-        # (compiler/replicated_graph.py); the n-th of each rank meet.
-        self.program_seq = [0] * world_size
+        # (rank, c10d group) -> how many programs over that group's ranks
+        # the rank has joined (compiler/replicated_graph.py); the n-th of
+        # each rank meet.
+        self.program_seq: Dict[tuple, int] = {}
         self.cond = threading.Condition()
         self.failed: Dict[int, BaseException] = {}
         self.groups: Dict[str, "Rendezvous"] = {}
