@@ -78,6 +78,34 @@ def test_every_functional_collective_in_one_program(counted):
     assert s["collectives_in_program"] == 7 * N, s
 
 
+def test_coalesced_collectives_in_one_program(counted):
+    def body(rank, world):
+        @torch.compile(backend="tpu")
+        def step(a, b):
+            w = dist.group.WORLD
+            ra, rb = funcol.all_reduce_coalesced([a, b * 2], "sum", w)
+            ga, gb = funcol.all_gather_into_tensor_coalesced([a, b], w)
+            sa, sb = funcol.reduce_scatter_tensor_coalesced([ga, gb * 3], "avg", [0, 0], w)
+            return ra, rb, ga, gb, sa, sb
+
+        a, b = rank_data(rank, (4, 3)), rank_data(rank, (2,), salt=1)
+        return [t.cpu() for t in step(a.to(f"tpu:{rank}"), b.to(f"tpu:{rank}"))]
+
+    As = [rank_data(r, (4, 3)) for r in range(N)]
+    Bs = [rank_data(r, (2,), salt=1) for r in range(N)]
+    ga, gb = torch.cat(As), torch.cat(Bs)
+    for rank, (ra, rb, got_ga, got_gb, sa, sb) in enumerate(run(body)):
+        torch.testing.assert_close(ra, sum(As))
+        torch.testing.assert_close(rb, sum(b * 2 for b in Bs))
+        torch.testing.assert_close(got_ga, ga)
+        torch.testing.assert_close(got_gb, gb)
+        torch.testing.assert_close(sa, ga.chunk(N)[rank])  # every rank holds the same gathered value: its average
+        torch.testing.assert_close(sb, (gb * 3).chunk(N)[rank])
+    s = counted()
+    assert_one_program_per_graph(s, graphs=N)
+    assert s["collectives_in_program"] == 3 * N, s
+
+
 def test_compiled_tensor_parallel_is_one_program_per_graph(counted):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
