@@ -4,13 +4,16 @@ vocabulary 2,048) as a torch_tpu.tune workload, one rank, in the model form:
     .venv-2.14/bin/python -m torch_tpu.tune benchmarks/tune_titan.py --budget 300
 
 The model is TorchTitan's own, built from its `llama3_debugmodel` config with
-its attention set to TorchTitan's `ScaledDotProductAttention`, as
-examples/torchtitan/tpu_configs.py does (flex attention's backward has no CPU
-reference); the loss is TorchTitan's (cross entropy over the flattened
+its attention set to TorchTitan's `ScaledDotProductAttention`
+(examples/torchtitan/tpu_configs.py's `llama3_debugmodel_sdpa`; flex
+attention's backward has no CPU reference); the loss is TorchTitan's (cross entropy over the flattened
 logits) and the optimizer its config's AdamW. Sequences of SEQ_LEN random
 tokens. Needs the environment with TorchTitan (`scripts/setup.sh --torch
 2.14 --titan`).
 """
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 
@@ -21,13 +24,13 @@ VOCAB = 2048
 
 
 def _config():
-    from torchtitan.models.common.attention import ScaledDotProductAttention
-    from torchtitan.models.llama3.config_registry import llama3_debugmodel
+    """examples/torchtitan's `llama3_debugmodel_sdpa`: TorchTitan's config, SDPA attention."""
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "torchtitan")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    from tpu_configs import llama3_debugmodel_sdpa
 
-    config = llama3_debugmodel()
-    for layer in config.model_spec.model.layers:
-        layer.attention.inner_attention = ScaledDotProductAttention.Config()
-    return config
+    return llama3_debugmodel_sdpa()
 
 
 def make_model():
