@@ -6,7 +6,20 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
+from torch_tpu import settings
+
 WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_workers")
+
+
+def four_ranks(*values):
+    """A 4-rank parametrization of a test whose 2-rank one runs in the default
+    tier: heavy tier only (TORCH_TPU_HEAVY=1), for the CI time budget. The
+    collectives (test_dist_collectives.py), an exited rank and the in-process
+    device transport keep 4 ranks in the default tier."""
+    return pytest.param(*values, marks=pytest.mark.skipif(
+        not settings.get("TORCH_TPU_HEAVY"), reason="heavy tier: set TORCH_TPU_HEAVY=1 (4 ranks; 2 run by default)"))
 
 
 def torchrun(script, *args, nproc=2, timeout=240, env=None):

@@ -4,10 +4,10 @@ uninterrupted run (tests/dist_workers/checkpoint.py)."""
 
 import pytest
 
-from dist_launch import run_ok
+from dist_launch import four_ranks, run_ok
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
+@pytest.mark.parametrize("nproc", [2, four_ranks(4)])
 def test_dcp_save_load_resume_fsdp2(tmp_path, nproc):
     run_ok("checkpoint.py", str(tmp_path / "ckpt"), nproc=nproc)
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir() if p.suffix == ".distcp") == [

@@ -6,9 +6,9 @@ fused eager mode. No graph runs op by op, nothing falls back to the CPU."""
 
 import pytest
 
-from dist_launch import run_ok
+from dist_launch import four_ranks, run_ok
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
+@pytest.mark.parametrize("nproc", [2, four_ranks(4)])
 def test_collectives_in_compiled_graphs(nproc):
     run_ok("compiled.py", nproc=nproc, timeout=240, env={"TORCH_TPU_FALLBACK": "error"})

@@ -3,7 +3,7 @@ training on the full batch (tests/dist_workers/ddp.py)."""
 
 import pytest
 
-from dist_launch import run_ok
+from dist_launch import four_ranks, run_ok
 
 
 # init_process_group() with neither backend nor device: c10d picks tpu_dist
@@ -14,6 +14,6 @@ from dist_launch import run_ok
 # type 1". pytorch/pytorch#189193 fixes it upstream. With a device_id,
 # c10d resolves the backend from the device (default_device_backend_map).
 @pytest.mark.parametrize("backend,mode,nproc", [("tpu_dist", "strict", 2), ("cpu:gloo,tpu:tpu_dist", "fused", 2),
-                                                ("device_id", "strict", 2), ("tpu_dist", "strict", 4)])
+                                                ("device_id", "strict", 2), four_ranks("tpu_dist", "strict", 4)])
 def test_ddp_matches_single_process_cpu(backend, mode, nproc):
     run_ok("ddp.py", backend, nproc=nproc, env={"TORCH_TPU_EAGER_MODE": mode})
