@@ -19,7 +19,7 @@ from run_once import once_per_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "data", "tune_small_lm.py")
-BUDGET_S = 70.0
+BUDGET_S = 50.0
 
 
 
