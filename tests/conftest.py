@@ -67,3 +67,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if os.path.basename(str(item.fspath)).startswith(_ONE_AT_A_TIME):
             item.add_marker(pytest.mark.xdist_group("one_at_a_time"))
+
+
+# Files whose tests all run on one xdist worker: each has a module fixture of
+# about a minute (a tuning run, Helion's worker) that tests/run_once.py
+# computes once per run, so a second worker running one of their tests would
+# sit waiting for it.
+_SAME_WORKER_FILES = ("test_tune.py", "test_kernels_helion.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` (scripts/test.sh) with the files above as one work
+    unit each. xdist's own loadgroup scheduler already makes every other
+    test a unit of its own (the marks do not reach the node ids, above);
+    the controller sees node ids only, so the files go by name."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SameWorkerFiles(LoadGroupScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return path if os.path.basename(path) in _SAME_WORKER_FILES else super()._split_scope(nodeid)
+
+    return SameWorkerFiles(config, log)
