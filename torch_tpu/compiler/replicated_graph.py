@@ -32,7 +32,6 @@ import torch
 
 from .. import _C
 from . import stats
-from .bucketed_program import materialize
 from .graph_spec import GraphSpec, Unsupported
 
 _F = torch.ops._c10d_functional
@@ -58,23 +57,17 @@ class ReplicaLayout:
 
 
 def _device_transport_ranks(name):
-    """The global ranks of group `name` if it is a device-transport group of
-    this rank thread's world, else None."""
+    """The global ranks of group `name` if its collectives take the device
+    transport (torch_tpu.distributed.transport), else None."""
     import torch.distributed as dist
     from torch.distributed.distributed_c10d import _resolve_process_group
-    from ..distributed.device_transport import DeviceTransportGroup
+    from ..distributed import transport
 
     try:
         pg = _resolve_process_group(name)
-    except Exception:  # noqa: BLE001 - an unknown name: not ours to run
-        return None
-    backend = pg
-    if not isinstance(pg, DeviceTransportGroup):
-        try:
-            backend = pg._get_backend(torch.device("tpu"))
-        except Exception:  # noqa: BLE001
+        if transport(pg) != "device":
             return None
-    if not isinstance(backend, DeviceTransportGroup):
+    except (ValueError, RuntimeError, KeyError):  # an unknown name, or no tpu_dist backend: not ours
         return None
     return list(dist.get_process_group_ranks(pg))
 
@@ -133,7 +126,7 @@ class ReplicatedGraph:
         return self.programs[sig]
 
     def __call__(self, args, sig):
-        materialize(args)
+        """`args`: materialized (CompiledGraph.__call__ did it)."""
         entry = self.programs.get(sig, False)
         if entry is False:
             entry = self._build(args, sig)
