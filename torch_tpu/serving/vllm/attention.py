@@ -47,6 +47,9 @@ from vllm.v1.attention.backend import (
 from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
 from vllm.v1.kv_cache_interface import AttentionSpec, EncoderOnlyAttentionSpec
 
+from .attention_in_graph import attend, write_kv
+from .attention_in_graph import enabled as in_graph_enabled
+
 BACKEND_CLASS = f"{__name__}.TpuAttentionBackend"
 
 
@@ -96,6 +99,22 @@ class TpuAttentionMetadata:
     # [tokens]: each token's KV slot (block * block_size + offset); -1 for padding.
     slot_mapping: torch.Tensor
     groups: list[AttentionGroup]
+    # [2, tokens]: each token's request (its block table row) and position, for
+    # attention inside the model's program (attention_in_graph.py, plan_token_rows); padding
+    # tokens read request 0 at position 0. None where the groups are used.
+    token_rows: torch.Tensor | None = None
+
+
+def plan_token_rows(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_tokens: int) -> np.ndarray:
+    """[2, num_tokens] int64: each of the step's tokens' request index and
+    position in its sequence (0 and 0 for padding tokens)."""
+    query_lens = np.diff(query_start_loc)
+    n = int(query_start_loc[-1])
+    rows = np.zeros((2, num_tokens), dtype=np.int64)
+    req = np.repeat(np.arange(len(query_lens)), query_lens)
+    rows[0, :n] = req
+    rows[1, :n] = (seq_lens - query_lens)[req] + np.arange(n) - query_start_loc[:-1][req]
+    return rows
 
 
 def plan_groups(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_tokens: int, block_size: int,
@@ -167,6 +186,8 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         scheduler = vllm_config.scheduler_config
         self.max_num_batched_tokens = scheduler.max_num_batched_tokens
         self.max_decode_rows = bucket(scheduler.max_num_seqs)
+        # Causal attention runs inside the model's program (attention_in_graph.py).
+        self.in_graph = in_graph_enabled(vllm_config)
 
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata, fast_build: bool = False):
         m = common_attn_metadata
@@ -179,6 +200,11 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         causal = bool(m.causal) if not isinstance(m.causal, torch.Tensor) else True
         causal = causal and not self.encoder_only
         num_tokens = padded_token_count(m.num_actual_tokens, self.max_num_batched_tokens)
+        if causal and self.in_graph:
+            return TpuAttentionMetadata(
+                num_actual_tokens=m.num_actual_tokens, num_tokens=num_tokens,
+                block_table=_whole_table(m.block_table_tensor), slot_mapping=m.slot_mapping, groups=[],
+                token_rows=torch.from_numpy(plan_token_rows(query_start_loc, seq_lens, num_tokens)).to(self.device))
         return host_metadata(query_start_loc, seq_lens, m.num_actual_tokens, num_tokens,
                              m.block_table_tensor if causal else None, m.slot_mapping, self.block_size,
                              self.max_decode_rows)
@@ -242,15 +268,7 @@ class TpuAttentionImpl(AttentionImpl):
         """Scatters the step's keys and values into their slots."""
         if self.attn_type == AttentionType.ENCODER_ONLY or kv_cache.numel() == 0:
             return
-        num_blocks, _, block_size, _ = kv_cache.shape
-        n = slot_mapping.shape[0]
-        # Padding tokens carry slot -1; they write into block 0, vLLM's
-        # null block, which no request reads.
-        slots = slot_mapping.clamp(min=0).to(torch.int64)
-        blocks = torch.div(slots, block_size, rounding_mode="floor")
-        offsets = slots - blocks * block_size
-        kv = torch.cat([key[:n], value[:n]], dim=-1).to(kv_cache.dtype)
-        kv_cache[blocks, :, offsets] = kv
+        write_kv(key, value, kv_cache, slot_mapping)
 
     def forward(self, layer, query, key, value, kv_cache, attn_metadata, output, output_scale=None, output_block_scale=None):
         if output_scale is not None or output_block_scale is not None:
@@ -261,6 +279,9 @@ class TpuAttentionImpl(AttentionImpl):
         t = m.num_tokens
         if query.shape[0] != t:
             raise RuntimeError(f"tpu attention: the step has {query.shape[0]} token rows, its metadata {t}")
+        if m.token_rows is not None:
+            attend(query, kv_cache, m.token_rows, m.block_table, output, self.scale)
+            return output
         d, h, hkv = self.head_size, self.num_heads, self.num_kv_heads
         group = h // hkv
         encoder = self.attn_type == AttentionType.ENCODER_ONLY

@@ -1,9 +1,14 @@
-"""vLLM's compiler interface on tpu: each piece of the model graph that vLLM
-splits off (between attention ops) becomes one XLA program through
-``torch.compile``'s "tpu" backend (torch_tpu.compiler), with symbolic token
-counts rounded up to torch_tpu's shape buckets."""
+"""vLLM's compiler interface on tpu: the model graph vLLM hands over
+becomes XLA programs through ``torch.compile``'s "tpu" backend
+(torch_tpu.compiler), with symbolic token counts rounded up to torch_tpu's
+shape buckets. A whole model graph whose attention ops
+``attention_in_graph.rewrite`` replaces is one program per bucket, with the
+KV caches and the step's attention tensors as extra inputs; otherwise each
+piece vLLM splits off between attention ops is one."""
 
 from vllm.compilation.compiler_interface import CompilerInterface
+
+from . import attention_in_graph
 
 
 class TpuCompiler(CompilerInterface):
@@ -14,7 +19,16 @@ class TpuCompiler(CompilerInterface):
 
         from torch_tpu.compiler import tpu_backend
 
+        rewritten = attention_in_graph.rewrite(graph, example_inputs)
         # AOTAutograd's cache stores Inductor's output code only; the tpu
         # programs are cached by torch_tpu's own (persistent) compile cache.
         with functorch_config.patch(enable_autograd_cache=False):
-            return tpu_backend(graph, example_inputs), None
+            if rewritten is None:
+                return tpu_backend(graph, example_inputs), None
+            extras, step_inputs = rewritten
+            compiled = tpu_backend(graph, list(example_inputs) + extras)
+
+        def run(*args):
+            return compiled(*args, *step_inputs(args))
+
+        return run, None

@@ -16,7 +16,7 @@ from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.worker.gpu_worker import Worker, init_worker_distributed_environment
 from vllm.v1.worker.worker_base import CompilationTimes
 
-from . import counters, warmup
+from . import attention_in_graph, counters, warmup
 from .attention import bucket
 from .model_runner import TpuModelRunner
 
@@ -70,8 +70,11 @@ class TpuWorker(Worker):
             start = time.perf_counter()
             runner = self.model_runner
             max_tokens = self.scheduler_config.max_num_batched_tokens
+            # Attention inside the model's program: the trace reads the step's
+            # attention tensors, so the dummy steps carry attention metadata.
+            in_graph = attention_in_graph.enabled(self.vllm_config)
             for size in reversed(warmup.bucket_sizes(max_tokens)):
-                runner._dummy_run(size, skip_eplb=True, remove_lora=False)
+                runner._dummy_run(size, force_attention=in_graph, skip_eplb=True, remove_lora=False)
             if not runner.is_pooling_model:
                 steps = warmup.plan_steps(max_tokens, self.scheduler_config.max_num_seqs,
                                           self.model_config.max_model_len, self.cache_config.block_size)
