@@ -101,6 +101,12 @@ _GENERATE = textwrap.dedent(
         import torch_tpu
         return torch_tpu.cache_info()["misses"]
 
+    # Programs run so far: the compiled graphs', and all.
+    def runs(worker):
+        import torch_tpu
+        info = torch_tpu.cache_info()
+        return info["modes"]["graph"]["hits"] + info["modes"]["graph"]["misses"], info["hits"] + info["misses"]
+
     def main():
         from vllm import LLM, SamplingParams
         from vllm.platforms import current_platform
@@ -131,6 +137,12 @@ _GENERATE = textwrap.dedent(
         mixed_out = llm.generate(prompts[:4], mixed, use_tqdm=False)
         s2 = llm.generate(prompts[:2], seeded, use_tqdm=False)
         served = llm.collective_rpc(programs)[0] - warm
+        # One request of 9 greedy tokens from a new short prompt: 9 steps
+        # (the prompt's, then 8 decodes).
+        before = llm.collective_rpc(runs)[0]
+        llm.generate([" ".join(reversed(words[:6]))], SamplingParams(temperature=0, max_tokens=9, ignore_eos=True),
+                     use_tqdm=False)
+        after = llm.collective_rpc(runs)[0]
         print("RESULT " + json.dumps({
             "platform": type(current_platform).__name__,
             "device": str(llm.llm_engine.vllm_config.device_config.device),
@@ -145,6 +157,8 @@ _GENERATE = textwrap.dedent(
             "kv_storages": llm.collective_rpc(kv_storages)[0],
             "warm_programs": warm,
             "served_programs": served,
+            "graph_runs": after[0] - before[0],
+            "runs": after[1] - before[1],
         }), flush=True)
 
     if __name__ == "__main__":
@@ -192,6 +206,18 @@ def test_generate_matches_hf_greedy(llama, generated):
     # then updates only that layer's buffer), not a view of one shared buffer.
     assert len(got["kv_storages"]) == 2
     assert all(storage == own and dtype == "torch.float32" for storage, own, dtype in got["kv_storages"])
+
+
+def test_a_step_runs_the_model_as_one_program(generated):
+    """With the model compiled, a step's model forward, attention and KV
+    writes included, is one program (attention_in_graph.py); the rest of
+    the step (logits rows, greedy sampling) is a few eager programs, not the
+    ~50 of a model run in pieces with attention op by op."""
+    if not settings.get("TORCH_TPU_VLLM_ONE_PROGRAM"):
+        pytest.skip("TORCH_TPU_VLLM_ONE_PROGRAM=0: the model runs in pieces")
+    steps = 9
+    assert generated["graph_runs"] == steps
+    assert generated["runs"] <= 12 * steps
 
 
 def test_no_programs_built_after_warm_up(generated):
