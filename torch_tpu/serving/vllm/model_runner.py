@@ -22,7 +22,7 @@ from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 from ...patches.vllm_cuda_streams import without_cuda_streams
 from ...patches.vllm_kv_cache import kv_cache_per_layer
-from . import counters
+from . import counters, sampling_program
 from .attention import bucket, padded_token_count
 from .sampler import TpuTopKTopPSampler
 
@@ -46,6 +46,7 @@ class TpuModelRunner(GPUModelRunner):
         # Host copies of step buffers that are plain device tensors in vLLM.
         self._positions_np = np.zeros(self.positions.shape[0], dtype=np.int64)
         self._is_padding_np = np.zeros(self.is_padding.shape[0], dtype=bool)
+        self._accepted_tokens_filled = False
 
     def padded_num_tokens(self, num_tokens: int) -> int:
         """A step's token count padded to its bucket (the next power of two,
@@ -122,19 +123,18 @@ class TpuModelRunner(GPUModelRunner):
         self.seq_lens.copy_(self.optimistic_seq_lens_cpu)
         self._compute_prev_positions(num_reqs)
         num_tokens = np.array([self.requests[r].num_tokens for r in batch.req_ids], dtype=np.int32)
+        # Host copies only: the device copies of these buffers are read by
+        # speculative decoding and vLLM's own _prepare_inputs, neither of
+        # which runs on this path; num_accepted_tokens stays 1 on it.
         self.discard_request_mask.np[:num_reqs] = self.optimistic_seq_lens_cpu[:num_reqs].numpy() < num_tokens
         self.discard_request_mask.np[num_reqs:] = False
-        self.discard_request_mask.copy_to_gpu()
         self.num_accepted_tokens.np.fill(1)
-        self.num_accepted_tokens.gpu.fill_(1)
-        computed = batch.num_computed_tokens_cpu_tensor
-        self.num_computed_tokens.copy_(computed[: self.num_computed_tokens.shape[0]])
+        if not self._accepted_tokens_filled:
+            self.num_accepted_tokens.gpu.fill_(1)
+            self._accepted_tokens_filled = True
         self.req_indices.np[:total] = req_indices
-        self.req_indices.copy_to_gpu()
-        self.query_pos.copy_to_gpu()
         self.num_scheduled_tokens.np[:num_reqs] = num_scheduled_tokens
         self.num_scheduled_tokens.np[num_reqs:] = 0
-        self.num_scheduled_tokens.copy_to_gpu()
 
         for table in batch.block_table.block_tables:
             table.block_table.copy_to_gpu()
@@ -214,7 +214,9 @@ class TpuModelRunner(GPUModelRunner):
 
         Sampling options are made uniform so that the programs depend only
         on the row count and on two switches (all greedy or not, logprobs or
-        not), every combination of which the warm-up runs: a step with any
+        not), every combination of which the warm-up runs; with vLLM's
+        default logprobs mode the sampling is one program
+        (sampling_program.py): a step with any
         sampled request passes temperature, top-k and top-p for every row
         (top-k = vocabulary and top-p = 1 mask nothing; greedy rows have
         temperature 0 and take the argmax) and computes the greedy and the
@@ -238,11 +240,14 @@ class TpuModelRunner(GPUModelRunner):
                                   batch.top_k_cpu_tensor[:rows].float()])
             params[:, num_reqs:] = params[:, :1]
             temperature, top_p, top_k = params.to(self.device).unbind(0)
-        metadata = dataclasses.replace(
-            metadata, all_random=False, temperature=temperature, top_p=top_p, top_k=top_k,
-            max_num_logprobs=self.canonical_num_logprobs(metadata.max_num_logprobs))
+        num_logprobs = self.canonical_num_logprobs(metadata.max_num_logprobs)
         batch.update_async_output_token_ids()
-        out = self.sampler(logits=logits, sampling_metadata=metadata)
+        if sampling_program.supported(self.sampler.logprobs_mode):
+            out = sampling_program.sample(logits, temperature, top_k, top_p, metadata.generators, num_logprobs)
+        else:
+            metadata = dataclasses.replace(metadata, all_random=False, temperature=temperature, top_p=top_p,
+                                           top_k=top_k, max_num_logprobs=num_logprobs)
+            out = self.sampler(logits=logits, sampling_metadata=metadata)
         start = time.perf_counter()
         out.sampled_token_ids = out.sampled_token_ids.cpu()[:num_reqs]
         counters.clock.add("wait_s", time.perf_counter() - start)
