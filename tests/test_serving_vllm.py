@@ -388,13 +388,12 @@ def test_slot_mapping_kernel_matches_reference_without_new_programs():
     assert torch_tpu.cache_info()["misses"] == misses
 
 
-def test_attention_groups_match_reference():
-    """One step of paged attention on tpu (decodes, a prompt and a chunk after
-    cached context, padded to 16 tokens) against per-request causal attention
-    on the CPU over the same KV cache blocks; padding rows stay zero."""
+def _attention_step():
+    """One step of paged attention (two decodes, a prompt, and a chunk after
+    cached context: 13 tokens padded to 16, GQA with 2 query heads per KV
+    head) and its expected result: per-request causal attention on the CPU
+    over the same KV cache blocks."""
     import numpy as np
-
-    from torch_tpu.serving.vllm.attention import TpuAttentionImpl, host_metadata
 
     torch.manual_seed(0)
     heads, kv_heads, head, block, width, num_blocks = 4, 2, 8, 4, 6, 32
@@ -407,13 +406,6 @@ def test_attention_groups_match_reference():
     seqs = np.array([s for _, s in reqs])
     tokens, padded = int(starts[-1]), 16
     query = torch.randn(padded, heads, head)
-    device_table = table.to("tpu")
-    meta = host_metadata(starts, seqs, tokens, padded, device_table[: len(reqs)],
-                         torch.zeros(padded, dtype=torch.int64, device="tpu"), block, max_decode_rows=4)
-    assert sorted((g.batch, g.queries, g.keys) for g in meta.groups) == [(1, 8, 8), (1, 8, 16), (4, 1, 24)]
-    impl = TpuAttentionImpl(heads, head, scale=0.3, num_kv_heads=kv_heads)
-    output = torch.full((padded, heads * head), 7.0, device="tpu")
-    impl.forward(None, query.to("tpu"), None, None, cache.to("tpu"), meta, output)
     want = torch.zeros(padded, heads * head)
     for i, (q_len, seq) in enumerate(reqs):
         kv = cache[table[i].long()].permute(1, 0, 2, 3).reshape(kv_heads, width * block, 2 * head)[:, :seq]
@@ -423,7 +415,71 @@ def test_attention_groups_match_reference():
         visible = torch.arange(seq)[None, :] <= (seq - q_len + torch.arange(q_len))[:, None]
         probs = scores.masked_fill(~visible, float("-inf")).softmax(-1)
         want[starts[i] : starts[i] + q_len] = (probs @ v).transpose(0, 1).reshape(q_len, heads * head)
+    return dict(heads=heads, kv_heads=kv_heads, head=head, block=block, cache=cache, table=table, starts=starts,
+                seqs=seqs, tokens=tokens, padded=padded, query=query, reqs=reqs), want
+
+
+def test_attention_groups_match_reference():
+    """The piecewise path's attention (groups of fixed shape) against
+    per-request causal attention on the CPU; padding rows stay zero."""
+    from torch_tpu.serving.vllm.attention import TpuAttentionImpl, host_metadata
+
+    c, want = _attention_step()
+    meta = host_metadata(c["starts"], c["seqs"], c["tokens"], c["padded"], c["table"].to("tpu")[: len(c["reqs"])],
+                         torch.zeros(c["padded"], dtype=torch.int64, device="tpu"), c["block"], max_decode_rows=4)
+    assert sorted((g.batch, g.queries, g.keys) for g in meta.groups) == [(1, 8, 8), (1, 8, 16), (4, 1, 24)]
+    impl = TpuAttentionImpl(c["heads"], c["head"], scale=0.3, num_kv_heads=c["kv_heads"])
+    output = torch.full((c["padded"], c["heads"] * c["head"]), 7.0, device="tpu")
+    impl.forward(None, c["query"].to("tpu"), None, None, c["cache"].to("tpu"), meta, output)
     torch.testing.assert_close(output.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_per_token_matches_reference():
+    """The one-program path's attention (attention_in_graph.attend: each
+    token reads its request's whole block table row and attends up to its
+    position) against the same reference, eager and compiled; padding
+    tokens give finite rows. write_kv puts each token's key and value in
+    its slot and padding tokens (slot -1) in block 0 only."""
+    import numpy as np
+
+    from torch_tpu.serving.vllm.attention import TpuAttentionImpl, TpuAttentionMetadata, plan_token_rows
+    from torch_tpu.serving.vllm.attention_in_graph import attend, write_kv
+
+    c, want = _attention_step()
+    rows = plan_token_rows(c["starts"], c["seqs"], c["padded"])
+    assert rows[:, : c["tokens"]].tolist()[1][:7] == [8, 0, 1, 2, 3, 4, 20]
+    assert not rows[:, c["tokens"] :].any()
+    table = c["table"].to("tpu")
+    meta = TpuAttentionMetadata(num_actual_tokens=c["tokens"], num_tokens=c["padded"], block_table=table,
+                                slot_mapping=torch.zeros(c["padded"], dtype=torch.int64, device="tpu"), groups=[],
+                                token_rows=torch.from_numpy(rows).to("tpu"))
+    impl = TpuAttentionImpl(c["heads"], c["head"], scale=0.3, num_kv_heads=c["kv_heads"])
+    output = torch.full((c["padded"], c["heads"] * c["head"]), 7.0, device="tpu")
+    impl.forward(None, c["query"].to("tpu"), None, None, c["cache"].to("tpu"), meta, output)
+    got = output.cpu()
+    torch.testing.assert_close(got[: c["tokens"]], want[: c["tokens"]], atol=1e-5, rtol=1e-5)
+    assert torch.isfinite(got).all()
+
+    def step(query, cache, token_rows, block_table):
+        out = torch.empty(query.shape, device=query.device)
+        attend(query, cache, token_rows, block_table, out, 0.3)
+        return out
+
+    compiled = torch.compile(step, backend="tpu", dynamic=False)(
+        c["query"].to("tpu"), c["cache"].to("tpu"), meta.token_rows, table).cpu().reshape(c["padded"], -1)
+    torch.testing.assert_close(compiled[: c["tokens"]], want[: c["tokens"]], atol=1e-5, rtol=1e-5)
+
+    cache = c["cache"].to("tpu")
+    key, value = torch.randn(c["padded"], c["kv_heads"], c["head"]), torch.randn(c["padded"], c["kv_heads"], c["head"])
+    slots = np.full(c["padded"], -1)
+    slots[:3] = [5, 17, 40]
+    write_kv(key.to("tpu"), value.to("tpu"), cache, torch.from_numpy(slots).to("tpu"))
+    cache = cache.cpu()
+    for t, slot in enumerate(slots[:3]):
+        torch.testing.assert_close(cache[slot // c["block"], :, slot % c["block"]], torch.cat([key[t], value[t]], -1))
+    unchanged = torch.ones(cache.shape[0], dtype=torch.bool)
+    unchanged[[0, 1, 4, 10]] = False
+    torch.testing.assert_close(cache[unchanged], c["cache"][unchanged])
 
 
 def test_sampler_seeded_rows_and_programs():
@@ -470,3 +526,57 @@ def test_sampler_seeded_rows_and_programs():
     assert torch_tpu.cache_info()["misses"] == misses
     with pytest.raises((RuntimeError, IndexError, ValueError)):
         sampler(logits.to("tpu"), {}, torch.ones(3, device="tpu"), None)
+
+
+def test_sampling_program_matches_reference():
+    """A step's sampling as one program (serving/vllm/sampling_program.py)
+    equals the same sampling done op by op on the CPU with the same noise:
+    greedy rows (temperature 0) take the argmax, sampled rows the noisy
+    argmax after temperature, top-k and top-p; the top logprobs, the
+    sampled token's logprob and its rank are vLLM's; a second call with
+    other seeds builds no program."""
+    import torch_tpu
+    from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
+
+    from torch_tpu.serving.vllm import sampling_program
+    from torch_tpu.serving.vllm.sampler import exponential_noise
+
+    torch.manual_seed(0)
+    rows, vocab = 4, 50
+    logits = torch.randn(rows, vocab)
+    temperature = torch.tensor([0.0, 0.7, 1.0, 1.3])
+    top_k = torch.tensor([vocab, 3, vocab, 7], dtype=torch.float32)
+    top_p = torch.tensor([1.0, 1.0, 0.6, 0.9])
+
+    def generators(seed):
+        return {i: torch.Generator(device="tpu").manual_seed(seed + i) for i in range(1, rows)}
+
+    def run(seed):
+        out = sampling_program.sample(logits.to("tpu"), temperature.to("tpu"), top_k.to("tpu"), top_p.to("tpu"),
+                                      generators(seed), num_logprobs=3)
+        noise = exponential_noise(torch.empty(rows, vocab, device="tpu"), generators(seed)).cpu()
+        scaled = apply_top_k_top_p_pytorch(logits / temperature.clamp(min=1e-5)[:, None] * (temperature > 0)[:, None]
+                                           + logits * (temperature == 0)[:, None], top_k.long(), top_p)
+        drawn = scaled.softmax(-1).div(noise).argmax(-1)
+        want = torch.where(temperature < 1e-5, logits.argmax(-1), drawn)
+        assert out.sampled_token_ids.cpu()[:, 0].tolist() == want.tolist()
+        assert out.sampled_token_ids.dtype == torch.int32 and out.sampled_token_ids.shape == (rows, 1)
+        raw = logits.log_softmax(-1)
+        top_values, top_ids = raw.topk(3)
+        lp = out.logprobs_tensors
+        ids, values, ranks = lp.logprob_token_ids.cpu(), lp.logprobs.cpu(), lp.selected_token_ranks.cpu()
+        assert ids.tolist() == torch.cat([want[:, None], top_ids], 1).tolist()
+        torch.testing.assert_close(values, torch.cat([raw.gather(1, want[:, None]), top_values], 1))
+        assert ranks.tolist() == (raw >= raw.gather(1, want[:, None])).sum(-1).tolist()
+
+    run(5)
+    misses = torch_tpu.cache_info()["misses"]
+    run(9)
+    assert torch_tpu.cache_info()["misses"] == misses
+
+    greedy = sampling_program.sample(logits.to("tpu"), None, None, None, {}, None)
+    assert greedy.sampled_token_ids.cpu()[:, 0].tolist() == logits.argmax(-1).tolist()
+    assert greedy.logprobs_tensors is None
+    with pytest.raises(RuntimeError):
+        sampling_program.sample(logits.to("tpu"), temperature[:3].to("tpu"), top_k[:3].to("tpu"),
+                                top_p[:3].to("tpu"), {}, None)
