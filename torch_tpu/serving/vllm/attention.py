@@ -99,21 +99,26 @@ class TpuAttentionMetadata:
     # [tokens]: each token's KV slot (block * block_size + offset); -1 for padding.
     slot_mapping: torch.Tensor
     groups: list[AttentionGroup]
-    # [2, tokens]: each token's request (its block table row) and position, for
-    # attention inside the model's program (attention_in_graph.py, plan_token_rows); padding
-    # tokens read request 0 at position 0. None where the groups are used.
+    # [3, tokens]: each token's request (its block table row), position and
+    # context (its request's tokens in the cache before the step), for
+    # attention inside the model's program (attention_in_graph.py); None
+    # where the groups are used.
     token_rows: torch.Tensor | None = None
 
 
 def plan_token_rows(query_start_loc: np.ndarray, seq_lens: np.ndarray, num_tokens: int) -> np.ndarray:
-    """[2, num_tokens] int64: each of the step's tokens' request index and
-    position in its sequence (0 and 0 for padding tokens)."""
+    """[3, num_tokens] int64: each of the step's tokens' request index,
+    position in its sequence, and its request's context (tokens before this
+    step); padding tokens: request 0, position 0, context -1."""
     query_lens = np.diff(query_start_loc)
     n = int(query_start_loc[-1])
-    rows = np.zeros((2, num_tokens), dtype=np.int64)
+    rows = np.zeros((3, num_tokens), dtype=np.int64)
     req = np.repeat(np.arange(len(query_lens)), query_lens)
+    context = (seq_lens - query_lens)[req]
     rows[0, :n] = req
-    rows[1, :n] = (seq_lens - query_lens)[req] + np.arange(n) - query_start_loc[:-1][req]
+    rows[1, :n] = context + np.arange(n) - query_start_loc[:-1][req]
+    rows[2, :n] = context
+    rows[2, n:] = -1
     return rows
 
 
@@ -280,7 +285,7 @@ class TpuAttentionImpl(AttentionImpl):
         if query.shape[0] != t:
             raise RuntimeError(f"tpu attention: the step has {query.shape[0]} token rows, its metadata {t}")
         if m.token_rows is not None:
-            attend(query, kv_cache, m.token_rows, m.block_table, output, self.scale)
+            attend(query, None, kv_cache, m.token_rows, m.block_table, output, self.scale)
             return output
         d, h, hkv = self.head_size, self.num_heads, self.num_kv_heads
         group = h // hkv
