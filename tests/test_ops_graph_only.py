@@ -347,3 +347,21 @@ def test_assert_async_in_a_graph_is_a_device_check(msg):
     want = "index out of range in one_hot" if msg else "Expected Tensor with single nonzero value, but got zero"
     with pytest.raises(RuntimeError, match=want):
         cg([x, torch.tensor(0.0, device="tpu")])[0].cpu()
+
+
+def test_assert_scalar_on_sizes_is_decided_when_the_graph_is_built():
+    """torch._check on a dynamic size becomes aten::_assert_scalar in the
+    graph: a host value, decided for the sizes the program is built for, so
+    the graph stays one program and a size that fails the check raises."""
+    def f(x):
+        torch._check(x.shape[0] >= 2)
+        return (x * 2).sum(0)
+
+    compiled = torch.compile(f, backend="tpu", dynamic=True)
+    before = torch_tpu.compile_stats()
+    for n in (3, 5):
+        x = torch.arange(n * 4.0).view(n, 4)
+        assert_close(compiled(x.to("tpu")), f(x), torch.float32)
+    assert not torch_tpu.compile_stats()["eager_graphs"].keys() - before["eager_graphs"].keys()
+    with pytest.raises(RuntimeError):
+        compiled(torch.ones(1, 4, device="tpu")).cpu()
