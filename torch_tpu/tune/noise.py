@@ -9,10 +9,19 @@ Two kinds of spread are stated:
   between  (max - min) / median of the processes' step times (what a fresh
            process changes: layout, caches, the machine's load), once a
            candidate ran in two processes or more.
+Whether one candidate beats another is judged against `comparison`: once
+each ran in two processes or more, 1.645 standard errors of the difference
+of their medians over processes (a one-sided 95% bound; the standard error
+of a median is 1.2533 sd / sqrt(n)), so more processes narrow it; before
+that, the larger step-to-step spread (a single process says nothing about
+what a fresh one changes).
 The ratio between the best two is stable when its last two estimates (after
 successive repeat rounds) differ by less than `tolerance` of their value.
 """
+import math
 import statistics
+
+_Z_ONE_SIDED_95 = 1.645
 
 
 def median_step(runs):
@@ -39,6 +48,18 @@ def spread(runs):
     b = between(runs)
     w = statistics.median(within(r) for r in runs)
     return max(w, b if b is not None else 0.0)
+
+
+def comparison(runs_a, runs_b):
+    """The noise that a difference between two candidates' step times must
+    exceed to count, as a fraction of the step time."""
+    def standard_error(runs):
+        m = [r["step_s"] for r in runs]
+        return 1.2533 * statistics.stdev(m) / statistics.median(m) / math.sqrt(len(m))
+
+    if len(runs_a) < 2 or len(runs_b) < 2:
+        return max(statistics.median(within(r) for r in runs) for runs in (runs_a, runs_b))
+    return _Z_ONE_SIDED_95 * math.hypot(standard_error(runs_a), standard_error(runs_b))
 
 
 def stable(ratios, tolerance):

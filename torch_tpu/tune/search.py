@@ -10,6 +10,10 @@
 4. One repeat round of the best two (fresh processes).
 5. Advice on the pick: larger batches up to the memory limit, a padded copy.
 6. More repeat rounds of the best two until their ratio is stable.
+7. While the fastest beats the default by no more than the noise
+   (noise.comparison), paired rounds of the two (fresh processes,
+   alternating order) until it does, or the default ranks first, or
+   `_SETTLE_ROUNDS` rounds, or the budget is spent.
 Modelled rows (parallel layouts for a world size) cost no run.
 
 Budget: a measurement starts only if the slowest one so far would still end
@@ -28,6 +32,7 @@ from .progress import Progress
 from .result import Row, TuneResult
 
 _MARGIN_S = 0.5  # kept for writing the result after the last worker
+_SETTLE_ROUNDS = 12
 
 
 class _Search:
@@ -128,9 +133,29 @@ class _Search:
         while len(self.ratios) < self.max_repeats and not noise.stable(self.ratios, self.tolerance):
             if not self.repeat_round():
                 break
+        self.settle_against(default)
         if self.world_size:
             self.rows.extend(layout.rows(self.ranked()[0], self.world_size))
         return self.finish(default)
+
+    def gain_over(self, default, row):
+        """(gain of row over the default as a fraction, the noise it must exceed)."""
+        gain = self.objective(default) / self.objective(row) - 1
+        return gain, noise.comparison(default.ok_runs, row.ok_runs)
+
+    def settle_against(self, default):
+        """Paired rounds of the default and the fastest while the gain is within the noise."""
+        for r in range(_SETTLE_ROUNDS):
+            ranked = self.ranked()
+            if not ranked or ranked[0] is default or not default.ok_runs:
+                return
+            fastest = ranked[0]
+            gain, n = self.gain_over(default, fastest)
+            if gain > n:
+                return
+            for row in (default, fastest) if r % 2 == 0 else (fastest, default):
+                if not self.measure(row):
+                    return
 
     def advice(self, pick, info):
         base = {k: v for k, v in pick.candidate.items()}
@@ -157,8 +182,7 @@ class _Search:
             pick = ranked[0]
             reason = "the fastest measured"
             if pick is not default and default.ok_runs:
-                gain = self.objective(default) / self.objective(pick) - 1
-                n = max(noise.spread(default.ok_runs), noise.spread(pick.ok_runs))
+                gain, n = self.gain_over(default, pick)
                 if gain <= n:
                     pick, reason = default, (f"the default: the fastest ({ranked[0].label}) beat it by "
                                              f"{100 * gain:.1f}%, within the noise ({100 * n:.1f}%)")
