@@ -41,7 +41,8 @@ def tune(workload=None, *, budget_s=120.0, knobs=None, allow_precision=False, wo
     knobs: names to try (default: all; see torch_tpu.tune.space).
     allow_precision: consent to try float32 matmul precisions, which change
     numerics on a TPU (each such row shows its measured deviation).
-    world_size: also show modelled DDP/FSDP layouts for that many devices.
+    world_size: also DDP and FSDP2 over that many devices: measured over
+        in-process ranks (knob "layout"), and modelled for a TPU slice.
     steps_planned: when given, compile time counts, spread over that many
     steps (otherwise the steady step time alone decides).
     out: also write the settings file there."""

@@ -121,6 +121,11 @@ class TuneResult:
                 out.append(f"batch size {r.candidate['batch_size']}: {r.tokens_per_s / base.tokens_per_s:.2f}x "
                            f"the tokens/s of {base.label}, peak memory {r.peak_bytes / 2**20:.1f} MiB "
                            f"(changes the training: scale the learning rate)")
+            elif "layout" in r.candidate:
+                n = r.ok_runs[0]["info"]["world_size"]
+                out.append(f"{r.label}: {r.tokens_per_s / base.tokens_per_s:.2f}x the tokens/s of {base.label} on "
+                           f"one device at the same global batch, peak memory {r.peak_bytes / 2**20:.1f} MiB a "
+                           f"device; measured over {n} in-process ranks that share this machine's cores")
             elif r.candidate.get("pad"):
                 sizes = {int(k): v for k, v in r.ok_runs[0].get("padded", {}).items()}
                 out.append(f"{advice_text(sizes)}: step {r.step_s / base.step_s:.2f}x {base.label}'s, "
@@ -148,7 +153,7 @@ class TuneResult:
     def summary(self):
         lines = [f"pick: {self.pick.label} — {self.reason}"]
         if self.speedup:
-            lines.append(f"  {self.speedup:.2f}x the default's step time")
+            lines.append(f"  {self.speedup:.2f}x the default's speed (step time {1 / self.speedup:.2f}x)")
         if self.noise is not None:
             src = "between fresh processes and step to step" if any(
                 len(r.ok_runs) > 1 for r in self.rows) else "step to step only (no repeat fitted the budget)"

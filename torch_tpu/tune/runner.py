@@ -16,6 +16,8 @@ import time
 
 import torch_tpu
 
+from . import space
+
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(torch_tpu.__file__)))
 
 
@@ -28,6 +30,8 @@ def run(spec, timeout_s, cache_dir):
     env.pop("TORCH_TPU_TUNED", None)  # a worker measures its candidate, not a tuned file's settings
     env.pop("TORCH_TPU_EAGER_MODE", None)
     env.pop("TORCH_TPU_SHAPE_BUCKETS", None)
+    if "layout" in spec["candidate"]:  # one device per rank, in the worker's process
+        env["TORCH_TPU_NUM_DEVICES"] = str(space.parse_layout(spec["candidate"]["layout"])[1])
     cmd = [sys.executable, "-P", "-m", "torch_tpu.tune.worker", json.dumps(spec)]
     t0 = time.perf_counter()
     if timeout_s <= 0:

@@ -14,7 +14,9 @@
    (noise.comparison), paired rounds of the two (fresh processes,
    alternating order) until it does, or the default ranks first, or
    `_SETTLE_ROUNDS` rounds, or the budget is spent.
-Modelled rows (parallel layouts for a world size) cost no run.
+With a world size N: DDP and FSDP2 over N in-process ranks at the same
+global batch, measured (advice: a layout changes the program), and the same
+layouts modelled for a TPU slice (layout.py), which cost no run.
 
 Budget: a measurement starts only if the slowest one so far would still end
 before the deadline, and each worker is stopped at the deadline.
@@ -135,6 +137,7 @@ class _Search:
                 break
         self.settle_against(default)
         if self.world_size:
+            self.measure_layouts(info)
             self.rows.extend(layout.rows(self.ranked()[0], self.world_size))
         return self.finish(default)
 
@@ -156,6 +159,19 @@ class _Search:
             for row in (default, fastest) if r % 2 == 0 else (fastest, default):
                 if not self.measure(row):
                     return
+
+    def measure_layouts(self, info):
+        """DDP and FSDP2 over world_size in-process ranks, in the faster eager mode measured."""
+        n = self.world_size
+        if "layout" not in self.knobs or n < 2 or not info["training"] or info["form"] != "model":
+            return
+        if info["batch_size"] % n:
+            return
+        eager = [r for r in self.ranked() if r.candidate.get("mode", "strict") in ("strict", "fused")
+                 and set(r.key) <= {"mode"}]
+        base = eager[0].candidate if eager else {}
+        for kind in ("ddp", "fsdp"):
+            self.add({**base, "layout": f"{kind}{n}"}, kind="advice")
 
     def advice(self, pick, info):
         base = {k: v for k, v in pick.candidate.items()}

@@ -12,6 +12,9 @@ A candidate is a dict {knob: value}; a knob left out has its default. Knobs:
   batch_size        advice only (changes training): tried up to the memory limit
   pad               advice only: the model with its vocabulary-like sizes padded
                     to a multiple of 128 (the MXU's tile)
+  layout            advice only, with a world size N: "ddpN" or "fsdpN", the
+                    training step over N devices at the same global batch
+                    (layout.py)
 
 Other knobs (kernel configurations from the kernel bridge) register here with
 register_knob(); the worker applies them by importing their `apply` function,
@@ -51,7 +54,7 @@ BUILTIN = {
     "matmul_precision": Knob("matmul_precision", PRECISIONS, numerics=True, consent=True),
     "shape_buckets": Knob("shape_buckets", BUCKETS),
 }
-ADVICE = ("batch_size", "pad")
+ADVICE = ("batch_size", "pad", "layout")
 _registered = {}
 
 
@@ -113,9 +116,22 @@ def label(candidate):
                              "strict": "strict eager"}[v])
         elif k == "pad":
             parts.append("padded copy" if v else "unpadded")
+        elif k == "layout":
+            kind, n = parse_layout(v)
+            parts.insert(0, f"{kind.upper()} x{n}")
         else:
             parts.append(f"{k}={v}")
     return ", ".join(parts)
+
+
+def parse_layout(value):
+    """"ddp2" -> ("ddp", 2); raises ValueError for anything else."""
+    for kind in ("fsdp", "ddp"):
+        if isinstance(value, str) and value.startswith(kind) and value[len(kind):].isdigit():
+            n = int(value[len(kind):])
+            if n >= 2:
+                return kind, n
+    raise ValueError(f"torch_tpu.tune: a layout is 'ddpN' or 'fsdpN' with N >= 2, got {value!r}")
 
 
 def hooks(candidate):

@@ -127,12 +127,84 @@ def measure(spec):
     return result
 
 
+def _layout_wrap(kind):
+    """The model's wrapper for a layout: DDP, or FSDP2 over each child with
+    parameters and then the root."""
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    def ddp(model):
+        return torch.nn.parallel.DistributedDataParallel(model)
+
+    def fsdp(model):
+        for child in model.children():
+            if any(True for _ in child.parameters()):
+                fully_shard(child)
+        return fully_shard(model)
+    return ddp if kind == "ddp" else fsdp
+
+
+def measure_layout(spec):
+    """The training step over N in-process ranks (launch_in_process, rank r
+    on tpu:r), each with the global batch's 1/N share, in the candidate's
+    eager mode. Every rank runs the same steps: warm-up, then `layout_steps`
+    timed ones; the step time is rank 0's lower quartile."""
+    import torch.distributed as dist
+
+    candidate = spec["candidate"]
+    torch, torch_tpu, mode = _prepare(candidate, spec.get("hooks", {}))
+    from . import space, workload
+    from ..distributed import launch_in_process
+
+    kind, n = space.parse_layout(candidate["layout"])
+    if mode not in ("strict", "fused"):
+        raise ValueError(f"a layout is measured in eager mode (strict or fused), not {mode!r}")
+    _, info = workload.load(spec["workload"], "cpu", candidate.get("batch_size"))
+    if not info["training"] or info["form"] != "model":
+        raise ValueError("a layout needs a training workload in the model form (make_model, make_batch, loss_fn)")
+    if info["batch_size"] % n:
+        raise ValueError(f"the batch ({info['batch_size']}) does not split over {n} devices")
+    per_rank = info["batch_size"] // n
+    steps = spec.get("layout_steps", 10)
+
+    def rank_main(rank, world):
+        # The rank threads share torch's CPU generator, so their initial
+        # weights may differ: DDP starts from rank 0's, FSDP2 from each
+        # rank's own shard. The figure is the step's time, not its loss.
+        step, _ = workload.load(spec["workload"], f"tpu:{rank}", per_rank, wrap=_layout_wrap(kind))
+        t0 = time.perf_counter()
+        for i in range(spec.get("layout_warmup", 3)):
+            step.run(i)
+            torch.tpu.synchronize()
+        warm = time.perf_counter() - t0
+        dist.barrier()
+        torch.tpu.reset_peak_memory_stats()
+        times = []
+        for i in range(steps):
+            t = time.perf_counter()
+            step.run(i)
+            torch.tpu.synchronize()
+            times.append(time.perf_counter() - t)
+        return {"times": times, "warm_s": warm, "tokens": step.tokens,
+                "peak_bytes": torch.tpu.max_memory_allocated()}
+
+    t0 = time.perf_counter()
+    ranks = launch_in_process(rank_main, n)
+    r0 = ranks[0]
+    steady = sorted(r0["times"])[len(r0["times"]) // 4]
+    return {"status": "ok", "info": {**info, "batch_size": per_rank, "world_size": n}, "tokens": r0["tokens"] * n,
+            "step_times": r0["times"], "step_s": steady, "checks": [],
+            "settle_s": max(0.0, r0["warm_s"] - spec.get("layout_warmup", 3) * steady),
+            "peak_bytes": max(r["peak_bytes"] for r in ranks), "build_s": time.perf_counter() - t0,
+            "fallback_ops": dict(torch_tpu.fallback_ops())}
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: python -m torch_tpu.tune.worker '<spec json>'")
     spec = json.loads(sys.argv[1])
     try:
-        result = measure(spec)
+        result = measure_layout(spec) if "layout" in spec["candidate"] else measure(spec)
     except Exception as e:  # reported to the tuner with its reason; the tuner goes on
         traceback.print_exc()
         kind = "oom" if "out of memory" in str(e).lower() or "RESOURCE_EXHAUSTED" in str(e) else "failed"

@@ -150,9 +150,11 @@ def _functions(source):
     return found
 
 
-def load(source, device, batch_size=None):
+def load(source, device, batch_size=None, wrap=None):
     """Builds the workload's Step on `device` (in the worker process).
-    Returns (step, info): info says what the workload allows the tuner to try."""
+    wrap: for the model form, applied to the model on its device before the
+    optimizer is built (DDP, FSDP2). Returns (step, info): info says what the
+    workload allows the tuner to try."""
     import torch
 
     from ..train_step import eager_train_step
@@ -161,6 +163,8 @@ def load(source, device, batch_size=None):
     if STEP_FORM in ns:
         if batch_size is not None:
             raise ValueError("torch_tpu.tune: a make_step workload has no batch-size knob")
+        if wrap is not None:
+            raise ValueError("torch_tpu.tune: a make_step workload has no model to lay out over devices")
         step = ns[STEP_FORM](device)
         if not isinstance(step, Step):
             raise TypeError(f"torch_tpu.tune: make_step must return torch_tpu.tune.Step, got {type(step).__name__}")
@@ -173,6 +177,8 @@ def load(source, device, batch_size=None):
     bs = default_bs if batch_size is None else int(batch_size)
     lengths = ns.get("LENGTHS")
     model = ns["make_model"]().to(device)
+    if wrap is not None:
+        model = wrap(model)
     loss_fn = ns.get("loss_fn")
 
     def to_device(batch):
