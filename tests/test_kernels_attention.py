@@ -99,3 +99,29 @@ def test_a_length_the_kernel_cannot_block_raises_naming_it():
             F.scaled_dot_product_attention(q, q, q).cpu()
     # the process goes on, and the XLA lowering takes the same call
     assert F.scaled_dot_product_attention(q, q, q).shape == (1, 2, 200, 64)
+
+
+def test_a_larger_block_from_the_tuner_knob_equals_the_xla_lowering(monkeypatch):
+    from torch_tpu.kernels import blocks
+
+    used = []
+    impl = attention._fa._flash_attention_impl
+
+    def recording(*args):
+        used.append(args[9:11])  # block_q, block_k_major
+        return impl(*args)
+
+    monkeypatch.setattr(attention._fa, "_flash_attention_impl", recording)
+    torch.manual_seed(3)
+    q, k, v = [torch.randn(1, 2, 512, 32) for _ in range(3)]  # a shape no other test traces
+    with forced("dense"):
+        dense = _sdpa_with_grads(q, k, v, True, "tpu")
+    blocks.set_flash_attention_block(256)
+    try:
+        with forced("kernel"):
+            kernel = _sdpa_with_grads(q, k, v, True, "tpu")
+    finally:
+        blocks.set_flash_attention_block(128)
+    assert used and all(b == (256, 256) for b in used)
+    for got, want in zip(kernel, dense):
+        torch.testing.assert_close(got, want, **TOL[torch.float32])

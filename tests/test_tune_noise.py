@@ -65,3 +65,43 @@ def test_equal_candidates_keep_the_default(monkeypatch):
     result = s.run()
     assert result.pick.candidate.get("mode", "strict") == "strict", result.reason
     assert len(measured) <= 3 + 2 * 4 + 2 * search._SETTLE_ROUNDS  # modes, repeat rounds, paired rounds
+
+
+@pytest.mark.parametrize("plugin, tried", [("tpu", True), ("cpu", False)])
+def test_kernel_block_knobs_are_tried_on_a_tpu_plugin_only(monkeypatch, plugin, tried):
+    s, measured = _fake_search(monkeypatch, {"strict": 3.0e-3, "fused": 3.1e-3, "compile": 3.2e-3}, 0.01)
+    s.knobs = tuple(s.knobs) + ("flash_attention_block", "grouped_mm_tile")
+    seen = []
+    run = search.runner.run
+
+    def recording_run(spec, timeout_s, cache_dir):
+        seen.append((dict(spec["candidate"]), dict(spec["hooks"])))
+        r = run(spec, timeout_s, cache_dir)
+        r["info"]["plugin"] = plugin
+        return r
+
+    monkeypatch.setattr(search.runner, "run", recording_run)
+    s.run()
+    blocks = [(c, h) for c, h in seen if "flash_attention_block" in c or "grouped_mm_tile" in c]
+    if not tried:
+        assert not blocks
+        return
+    values = {(k, c[k]) for c, _ in blocks for k in ("flash_attention_block", "grouped_mm_tile") if k in c}
+    assert values == {("flash_attention_block", 256), ("flash_attention_block", 512),
+                      ("grouped_mm_tile", 256), ("grouped_mm_tile", 512)}
+    for c, h in blocks:  # the worker applies them through the kernels' setters
+        assert all(h[k].startswith("torch_tpu.kernels.blocks:") for k in c if k != "mode")
+
+
+def test_kernel_blocks_divide_the_dimension():
+    from torch_tpu.kernels import blocks
+
+    blocks.set_flash_attention_block(512)
+    try:
+        assert [blocks.block_for("flash_attention_block", n) for n in (64, 384, 512, 768, 1024, 1152)] == \
+            [64, 384, 512, 256, 512, 128]
+        assert blocks.block_for("grouped_mm_tile", 1024) == 128  # the other kernel keeps its default
+    finally:
+        blocks.set_flash_attention_block(128)
+    with pytest.raises(ValueError, match="flash_attention_block is one of"):
+        blocks.set_flash_attention_block(100)

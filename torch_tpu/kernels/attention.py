@@ -8,9 +8,9 @@ SDPA's rules call (csrc/lowering/ops/attention_kernel.cpp):
 q, k, v are (B, H, L|S, E) with as many key heads as query heads. The
 forward keeps the kernel's residuals as PyTorch's logsumexp (m + log l); the
 backward hands the kernel m = logsumexp and l = 1, which gives it the same
-softmax (exp(s - m) / l). The kernel works in blocks of up to 128 queries and
-128 keys, so L and S are multiples of the block (SDPA's automatic choice
-checks it). The kernel's own entry points (`_flash_attention_impl`,
+softmax (exp(s - m) / l). The kernel works in blocks of 128 queries and
+keys by default (blocks.py; the tuner tries larger), so L and S are
+multiples of 128 (SDPA's automatic choice checks it). The kernel's own entry points (`_flash_attention_impl`,
 `_flash_attention_bwd_dkv`, `_flash_attention_bwd_dq`) are JAX's private
 functions, pinned with jax in requirements-jax.txt.
 """
@@ -22,11 +22,11 @@ from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
 from torch_tpu._internal.pallas import jax_op
 
-BLOCK = 128
+from . import blocks
 
 
 def _block(n: int) -> int:
-    return min(BLOCK, n)
+    return blocks.block_for("flash_attention_block", n)
 
 
 def _forward(q: jax.Array, k: jax.Array, v: jax.Array, causal: bool, scale: float) -> tuple[jax.Array, jax.Array]:

@@ -10,8 +10,9 @@ torch._grouped_mm's rule calls (csrc/lowering/ops/grouped_mm.cpp):
 Mixture-of-experts layers call the first (experts over their tokens) and its
 backward both (the input's gradient is the first again, the weights' the
 second). offs are cumulative group ends that never decrease. Products
-accumulate in float32 and round once to the inputs' dtype. Tiles are up to
-128 along each dimension (the rule checks that every dimension tiles).
+accumulate in float32 and round once to the inputs' dtype. Tiles are 128
+along each dimension by default (blocks.py; the tuner tries larger; the
+rule checks that 128 tiles every dimension).
 """
 import functools
 import importlib
@@ -21,7 +22,8 @@ import jax.numpy as jnp
 
 from torch_tpu._internal.pallas import jax_op
 
-TILE = 128
+from . import blocks
+
 # megablox/__init__ exports gmm and tgmm with their own gradients; the
 # kernels themselves are in the module of the same name.
 _gmm = importlib.import_module("jax.experimental.pallas.ops.tpu.megablox.gmm")
@@ -32,7 +34,7 @@ def _sizes(offs):
 
 
 def _tiling(*dims):
-    return tuple(min(TILE, d) for d in dims)
+    return tuple(blocks.block_for("grouped_mm_tile", d) for d in dims)
 
 
 def _rows(a: jax.Array, w: jax.Array, offs: jax.Array) -> jax.Array:

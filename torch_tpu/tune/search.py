@@ -4,9 +4,10 @@
    workload allows (training or not, batch knob, lengths, sizes to pad).
 2. The execution modes: fused eager, torch.compile, TrainStep (training).
 3. On the best so far: shape buckets off (workloads with LENGTHS, compiled
-   modes), matmul precisions (only with consent), each registered knob's
-   values — one knob at a time (coordinate search, not the whole product:
-   benchmarks/tune_check.py measures the whole product to check the pick).
+   modes), matmul precisions (only with consent), on a TPU plugin the
+   Pallas kernels' block sizes, each registered knob's values — one knob at
+   a time (coordinate search, not the whole product: benchmarks/
+   tune_check.py measures the whole product to check the pick).
 4. One repeat round of the best two (fresh processes).
 5. Advice on the pick: larger batches up to the memory limit, a padded copy.
 6. More repeat rounds of the best two until their ratio is stable.
@@ -126,6 +127,8 @@ class _Search:
             for p in space.PRECISIONS[1:]:
                 self.add({**best, "matmul_precision": p})
         for name, knob in space.knobs().items():
+            if knob.platform is not None and knob.platform != info.get("plugin"):
+                continue
             if name in self.knobs and knob.apply and (self.allow_precision or not knob.consent):
                 for v in knob.values[1:]:
                     self.add({**best, name: v})
@@ -161,17 +164,16 @@ class _Search:
                     return
 
     def measure_layouts(self, info):
-        """DDP and FSDP2 over world_size in-process ranks, in the faster eager mode measured."""
+        """DDP and FSDP2 over world_size in-process ranks, in strict eager:
+        fused eager's clusters end where the collectives' hooks fall, which
+        moves from step to step, so it builds programs in every step."""
         n = self.world_size
         if "layout" not in self.knobs or n < 2 or not info["training"] or info["form"] != "model":
             return
         if info["batch_size"] % n:
             return
-        eager = [r for r in self.ranked() if r.candidate.get("mode", "strict") in ("strict", "fused")
-                 and set(r.key) <= {"mode"}]
-        base = eager[0].candidate if eager else {}
         for kind in ("ddp", "fsdp"):
-            self.add({**base, "layout": f"{kind}{n}"}, kind="advice")
+            self.add({"layout": f"{kind}{n}"}, kind="advice")
 
     def advice(self, pick, info):
         base = {k: v for k, v in pick.candidate.items()}

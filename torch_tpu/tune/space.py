@@ -9,6 +9,11 @@ A candidate is a dict {knob: value}; a knob left out has its default. Knobs:
                     TPU, so tried only with the user's consent (allow_precision)
   shape_buckets     "pow2" (default), "off": for workloads with LENGTHS in a
                     compiled mode
+  flash_attention_block, grouped_mm_tile
+                    128 (default), 256, 512: the Pallas kernels' blocks
+                    (torch_tpu/kernels/blocks.py), tried on a TPU plugin only:
+                    elsewhere the kernels are not taken, or run interpreted,
+                    which times nothing a TPU does
   batch_size        advice only (changes training): tried up to the memory limit
   pad               advice only: the model with its vocabulary-like sizes padded
                     to a multiple of 128 (the MXU's tile)
@@ -37,12 +42,14 @@ class Knob:
     deviation); consent: tried only when the user allows numerics changes;
     apply: "module:function" called in the worker as function(value) before
     the workload is built (None for the built-in knobs, which the worker
-    applies itself)."""
+    applies itself); platform: tried only where the workload's default run
+    reports this PJRT platform (None: everywhere)."""
     name: str
     values: tuple
     numerics: bool = False
     consent: bool = False
     apply: str = None
+    platform: str = None
 
     @property
     def default(self):
@@ -53,6 +60,10 @@ BUILTIN = {
     "mode": Knob("mode", MODES),
     "matmul_precision": Knob("matmul_precision", PRECISIONS, numerics=True, consent=True),
     "shape_buckets": Knob("shape_buckets", BUCKETS),
+    "flash_attention_block": Knob("flash_attention_block", (128, 256, 512), platform="tpu",
+                                  apply="torch_tpu.kernels.blocks:set_flash_attention_block"),
+    "grouped_mm_tile": Knob("grouped_mm_tile", (128, 256, 512), platform="tpu",
+                            apply="torch_tpu.kernels.blocks:set_grouped_mm_tile"),
 }
 ADVICE = ("batch_size", "pad", "layout")
 _registered = {}
@@ -135,9 +146,10 @@ def parse_layout(value):
 
 
 def hooks(candidate):
-    """{knob: "module:function"} for the candidate's registered knobs: what
-    the worker process calls, since registrations live in this process."""
-    return {n: k.apply for n, k in _registered.items() if n in candidate}
+    """{knob: "module:function"} for the candidate's knobs that a function
+    applies (registered and kernel knobs): what the worker process calls,
+    since registrations live in this process."""
+    return {n: k.apply for n, k in knobs().items() if k.apply and n in candidate}
 
 
 def apply_hooks(candidate, hooks):

@@ -67,6 +67,8 @@ def measure(spec):
     t0 = time.perf_counter()
     torch.manual_seed(0)
     step, info = workload.load(spec["workload"], "tpu", candidate.get("batch_size"))
+    from .._internal.utils.hardware import plugin_platform
+    info["plugin"] = plugin_platform()
     result = {"info": info, "tokens": step.tokens}
     if info["form"] == "model" and step.model is not None:
         result["pad_sizes"] = padding.sizes_to_pad(step.model)
@@ -147,8 +149,9 @@ def _layout_wrap(kind):
 def measure_layout(spec):
     """The training step over N in-process ranks (launch_in_process, rank r
     on tpu:r), each with the global batch's 1/N share, in the candidate's
-    eager mode. Every rank runs the same steps: warm-up, then `layout_steps`
-    timed ones; the step time is rank 0's lower quartile."""
+    eager mode (the search asks for strict). Every rank runs the same steps: warm-up until no rank built a
+    program in its last step (at least two, at most max_warmup), then
+    `layout_steps` timed ones; the step time is rank 0's lower quartile."""
     import torch.distributed as dist
 
     candidate = spec["candidate"]
@@ -165,27 +168,36 @@ def measure_layout(spec):
     if info["batch_size"] % n:
         raise ValueError(f"the batch ({info['batch_size']}) does not split over {n} devices")
     per_rank = info["batch_size"] // n
-    steps = spec.get("layout_steps", 10)
+    steps = spec.get("layout_steps", 20)
+    max_warmup = spec.get("max_warmup", 12)
 
     def rank_main(rank, world):
         # The rank threads share torch's CPU generator, so their initial
         # weights may differ: DDP starts from rank 0's, FSDP2 from each
         # rank's own shard. The figure is the step's time, not its loss.
         step, _ = workload.load(spec["workload"], f"tpu:{rank}", per_rank, wrap=_layout_wrap(kind))
-        t0 = time.perf_counter()
-        for i in range(spec.get("layout_warmup", 3)):
+        device = torch.device("tpu", rank)
+        t0, i = time.perf_counter(), 0
+        while True:  # warm-up until a step builds nothing on any rank (decided together: same steps everywhere)
+            built = _programs_built(torch_tpu)
             step.run(i)
             torch.tpu.synchronize()
+            i += 1
+            dist.barrier()
+            more = torch.tensor([float(_programs_built(torch_tpu) != built)], device=device)
+            dist.all_reduce(more, op=dist.ReduceOp.MAX)
+            if (i >= 2 and not more.item()) or i >= max_warmup:
+                break
         warm = time.perf_counter() - t0
         dist.barrier()
         torch.tpu.reset_peak_memory_stats()
         times = []
-        for i in range(steps):
+        for k in range(steps):
             t = time.perf_counter()
-            step.run(i)
+            step.run(i + k)
             torch.tpu.synchronize()
             times.append(time.perf_counter() - t)
-        return {"times": times, "warm_s": warm, "tokens": step.tokens,
+        return {"times": times, "warm_s": warm, "warmup_steps": i, "tokens": step.tokens,
                 "peak_bytes": torch.tpu.max_memory_allocated()}
 
     t0 = time.perf_counter()
@@ -194,7 +206,7 @@ def measure_layout(spec):
     steady = sorted(r0["times"])[len(r0["times"]) // 4]
     return {"status": "ok", "info": {**info, "batch_size": per_rank, "world_size": n}, "tokens": r0["tokens"] * n,
             "step_times": r0["times"], "step_s": steady, "checks": [],
-            "settle_s": max(0.0, r0["warm_s"] - spec.get("layout_warmup", 3) * steady),
+            "settle_s": max(0.0, r0["warm_s"] - r0["warmup_steps"] * steady), "warmup_steps": r0["warmup_steps"],
             "peak_bytes": max(r["peak_bytes"] for r in ranks), "build_s": time.perf_counter() - t0,
             "fallback_ops": dict(torch_tpu.fallback_ops())}
 
