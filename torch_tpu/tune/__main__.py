@@ -25,7 +25,8 @@ def main(argv=None):
     p.add_argument("--knobs", default=None, help="comma-separated knobs to try (default: all)")
     p.add_argument("--allow-precision", action="store_true",
                    help="consent to trying float32 matmul precisions (they change numerics on a TPU)")
-    p.add_argument("--world-size", type=int, default=None, help="also model DDP/FSDP layouts for N devices")
+    p.add_argument("--world-size", type=int, default=None,
+                   help="also DDP and FSDP2 over N devices: measured over in-process ranks, and modelled")
     p.add_argument("--steps-planned", type=int, default=0,
                    help="count compile time, spread over this many steps (default: steady step time only)")
     p.add_argument("--sample", type=float, default=1.0, help="seconds of timed steps per process (default 1)")
