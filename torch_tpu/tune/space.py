@@ -21,13 +21,15 @@ A candidate is a dict {knob: value}; a knob left out has its default. Knobs:
                     training step over N devices at the same global batch
                     (layout.py)
 
-Other knobs (kernel configurations from the kernel bridge) register here with
+Other knobs (any other kernel's configurations) register here with
 register_knob(); the worker applies them by importing their `apply` function,
 so a registered knob works in fresh processes. The applied knobs are the ones
 a settings file carries; advice knobs never are.
 """
 import dataclasses
 import importlib
+
+from ..kernels import blocks as kernel_blocks
 
 MODES = ("strict", "fused", "compile", "trainstep")
 PRECISIONS = ("highest", "high", "medium")
@@ -60,9 +62,9 @@ BUILTIN = {
     "mode": Knob("mode", MODES),
     "matmul_precision": Knob("matmul_precision", PRECISIONS, numerics=True, consent=True),
     "shape_buckets": Knob("shape_buckets", BUCKETS),
-    "flash_attention_block": Knob("flash_attention_block", (128, 256, 512), platform="tpu",
+    "flash_attention_block": Knob("flash_attention_block", kernel_blocks.VALUES, platform="tpu",
                                   apply="torch_tpu.kernels.blocks:set_flash_attention_block"),
-    "grouped_mm_tile": Knob("grouped_mm_tile", (128, 256, 512), platform="tpu",
+    "grouped_mm_tile": Knob("grouped_mm_tile", kernel_blocks.VALUES, platform="tpu",
                             apply="torch_tpu.kernels.blocks:set_grouped_mm_tile"),
 }
 ADVICE = ("batch_size", "pad", "layout")
