@@ -49,6 +49,7 @@ from vllm.v1.kv_cache_interface import AttentionSpec, EncoderOnlyAttentionSpec
 
 from .attention_in_graph import attend, write_kv
 from .attention_in_graph import enabled as in_graph_enabled
+from .attention_in_graph import key_blocks as in_graph_key_blocks
 
 BACKEND_CLASS = f"{__name__}.TpuAttentionBackend"
 
@@ -206,10 +207,14 @@ class TpuAttentionMetadataBuilder(AttentionMetadataBuilder[TpuAttentionMetadata]
         causal = causal and not self.encoder_only
         num_tokens = padded_token_count(m.num_actual_tokens, self.max_num_batched_tokens)
         if causal and self.in_graph:
+            rows = plan_token_rows(query_start_loc, seq_lens, num_tokens)
+            table = _whole_table(m.block_table_tensor)
+            blocks = in_graph_key_blocks(num_tokens, int(seq_lens.max(initial=1)), self.block_size, table.shape[1],
+                                         self.max_decode_rows)
             return TpuAttentionMetadata(
                 num_actual_tokens=m.num_actual_tokens, num_tokens=num_tokens,
-                block_table=_whole_table(m.block_table_tensor), slot_mapping=m.slot_mapping, groups=[],
-                token_rows=torch.from_numpy(plan_token_rows(query_start_loc, seq_lens, num_tokens)).to(self.device))
+                block_table=table[:, :blocks], slot_mapping=m.slot_mapping, groups=[],
+                token_rows=torch.from_numpy(rows).to(self.device))
         return host_metadata(query_start_loc, seq_lens, m.num_actual_tokens, num_tokens,
                              m.block_table_tensor if causal else None, m.slot_mapping, self.block_size,
                              self.max_decode_rows)

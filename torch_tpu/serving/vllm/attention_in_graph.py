@@ -19,15 +19,20 @@ the whole cache each step (measured: 5.6 ms a step for a 32 MiB cache read
 and written in one program, 0.17 ms for the write alone). ``StepInputs``
 reads the step's tensors from the forward context at each call.
 
-Attention is per token: token t reads the ``width * block_size`` keys of its
-request's block table row (those before the step) and the step's own keys of
-its request, up to its position. The work is ``T x max_model_len`` key rows
-per layer, which is why ``enabled`` turns this off where that gather would
+Attention is per token: token t reads the keys of its request's block table
+row (those before the step) and the step's own keys of its request, up to
+its position. The work is ``T x keys`` key rows per layer, which is why
+``enabled`` turns this off where that gather at ``max_model_len`` keys would
 exceed ``GATHER_LIMIT_BYTES``; the piecewise path (attention.py's groups)
-then serves.
+then serves. In steps of up to ``max_num_seqs`` tokens (decoding) the table
+is cut to the bucket of the blocks the longest sequence fills
+(``key_blocks``): the table's width is a symbol of the graph, and each
+(token bucket, key blocks) pair is a program that the warm-up builds.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -57,6 +62,38 @@ def enabled(vllm_config) -> bool:
     keys = -(-model.max_model_len // block) * block
     row = 2 * model.get_num_kv_heads(vllm_config.parallel_config) * model.get_head_size() * model.dtype.itemsize
     return vllm_config.scheduler_config.max_num_batched_tokens * keys * row <= GATHER_LIMIT_BYTES
+
+
+def key_blocks(num_tokens: int, longest: int, block_size: int, width: int, max_decode_rows: int) -> int:
+    """Block table columns a step's program reads: the bucket of the blocks
+    its longest sequence fills in steps of up to max_decode_rows tokens, the
+    whole width in longer ones."""
+    if _forced_key_blocks is not None:
+        return min(_forced_key_blocks, width)
+    if num_tokens > max_decode_rows:
+        return width
+    from .attention import key_blocks as bucketed
+    return bucketed(max(1, longest), block_size, width)
+
+
+_forced_key_blocks = None
+
+
+@contextlib.contextmanager
+def forced_key_blocks(blocks: int):
+    """Within: every step's table is cut to ``blocks`` columns (the
+    warm-up's way to build each (token bucket, key blocks) program)."""
+    global _forced_key_blocks
+    _forced_key_blocks = blocks
+    try:
+        yield
+    finally:
+        _forced_key_blocks = None
+
+
+def key_block_counts(block_size: int, width: int) -> list[int]:
+    """Every value key_blocks gives below the whole width."""
+    return sorted({key_blocks(1, c, block_size, width, 1) for c in range(1, width * block_size + 1)} - {width})
 
 
 def _slots(slot_mapping, block_size):
@@ -210,9 +247,11 @@ class StepInputs:
             index, dim = self.t_from
             t = int(args[index] if dim is None else args[index].shape[dim])
             return (caches, *self._dummy(t))
-        if tuple(m.block_table.shape) != self.table_shape:
+        rows, width = m.block_table.shape
+        if rows != self.table_shape[0] or width > self.table_shape[1]:
             raise RuntimeError(f"tpu attention: the block table is {tuple(m.block_table.shape)}, the "
-                               f"model's program was built for {self.table_shape}")
+                               f"model's program was built for {self.table_shape[0]} rows of at most "
+                               f"{self.table_shape[1]} blocks")
         return caches, m.slot_mapping, m.token_rows, m.block_table
 
 
@@ -227,6 +266,17 @@ def _t_source(example_inputs, t_sym):
                 if isinstance(size, torch.SymInt) and size.node.expr == t_sym.node.expr:
                     return i, dim
     return None
+
+
+def _width_symbol(fake_mode, width: int):
+    """A new size symbol (hint: width) for the block table's columns."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+    shape_env = fake_mode.shape_env
+    source = ConstantSource("tpu_key_blocks")
+    symbol = shape_env.create_symbol(width, source, dynamic_dim=DimDynamic.DYNAMIC)
+    return shape_env.create_symintnode(symbol, hint=width, source=source)
 
 
 def rewrite(gm: torch.fx.GraphModule, example_inputs):
@@ -309,7 +359,8 @@ def rewrite(gm: torch.fx.GraphModule, example_inputs):
         cache_inputs = [add_input(f"tpu_kv_cache_{i}", fake_mode.from_tensor(layer.kv_cache, static_shapes=True))
                         for i, layer in enumerate(cache_layers)]
         rows = add_input("tpu_token_rows", torch.empty((3, t_sym), dtype=torch.int64, device=device))
-        table = add_input("tpu_block_table", torch.empty(table_shape, dtype=torch.int32, device=device))
+        table = add_input("tpu_block_table", torch.empty((table_shape[0], _width_symbol(fake_mode, table_shape[1])),
+                                                         dtype=torch.int32, device=device))
 
     # Each cache's step rows: a graph output, written by write_caches after
     # the model's program; the attention of a layer reads them, and the

@@ -75,6 +75,14 @@ class TpuWorker(Worker):
             in_graph = attention_in_graph.enabled(self.vllm_config)
             for size in reversed(warmup.bucket_sizes(max_tokens)):
                 runner._dummy_run(size, force_attention=in_graph, skip_eplb=True, remove_lora=False)
+            if in_graph:  # decoding steps read only the key blocks their sequences fill
+                block_size = self.cache_config.block_size
+                width = -(-self.model_config.max_model_len // block_size)
+                decode_rows = bucket(self.scheduler_config.max_num_seqs)
+                for blocks in attention_in_graph.key_block_counts(block_size, width):
+                    with attention_in_graph.forced_key_blocks(blocks):
+                        for size in warmup.bucket_sizes(min(max_tokens, decode_rows)):
+                            runner._dummy_run(size, force_attention=True, skip_eplb=True, remove_lora=False)
             if not runner.is_pooling_model:
                 steps = warmup.plan_steps(max_tokens, self.scheduler_config.max_num_seqs,
                                           self.model_config.max_model_len, self.cache_config.block_size)
