@@ -268,6 +268,13 @@ def _t_source(example_inputs, t_sym):
     return None
 
 
+def whole_table_shape(block_table) -> tuple[int, int]:
+    """(rows, width) of the block table a step's table is cut from
+    (key_blocks): a cut keeps the whole table's row stride."""
+    rows, width = block_table.shape
+    return rows, max(width, block_table.stride(0))
+
+
 def _width_symbol(fake_mode, width: int):
     """A new size symbol (hint: width) for the block table's columns."""
     from torch._dynamo.source import ConstantSource
@@ -312,7 +319,7 @@ def rewrite(gm: torch.fx.GraphModule, example_inputs):
     m = metadata.get(first) if isinstance(metadata, dict) else None
     if m is None or m.token_rows is None:
         return _declined("the graph was traced in a step without attention metadata")
-    table_shape = tuple(m.block_table.shape)
+    table_shape = whole_table_shape(m.block_table)
 
     # One input per distinct KV cache tensor (layers that share a cache share it).
     cache_layers, cache_index = [], {}
