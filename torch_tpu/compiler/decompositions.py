@@ -144,9 +144,14 @@ def _functional_form(name):
     return None
 
 
-@functools.lru_cache(maxsize=1)
 def tpu_decompositions():
-    rules = graph_rules()
+    return _decompositions_for(graph_rules())
+
+
+# Keyed on the rule set: a table built while a test pretends an op has no
+# rule must not outlive the pretence (it would decompose that op for good).
+@functools.lru_cache(maxsize=2)
+def _decompositions_for(rules):
     table = dict(_RANDOM_FACTORIES)
     table.update({op: fn for op, fn in _OWN.items() if op_name(op) not in rules})
     for source in (core_aten_decompositions(), decomposition_table):
