@@ -138,7 +138,11 @@ def test_training_loop_matches_strict_eager_and_reuses_its_programs(fused):
     fused_losses, fused_params = train(6)
     steady = torch_tpu.fused_stats()["compiles"]
     train(6)
-    assert torch_tpu.fused_stats()["compiles"] == steady  # the same clusters again
+    # The same clusters again, but for the second run's first step: an
+    # optimizer step has ended a cluster in this process, so its backward no
+    # longer does, and forward, backward and AdamW's state creation are one
+    # new cluster.
+    assert torch_tpu.fused_stats()["compiles"] == steady + 1
     with torch_tpu.eager_mode("strict"):
         strict_losses, strict_params = train(6)
     # Dropout draws the same numbers in both modes.

@@ -82,23 +82,37 @@ def without_key_bias(params):
     return out
 
 
-def test_a_step_is_two_clusters_and_stops_compiling_after_step_two(fused):
+def cluster_counts(steps):
+    """Per step from the second: (clusters, compiles, hits), and the flush reasons after all steps."""
     seen = []
 
     def per_step(i):
         s = torch_tpu.fused_stats()
         seen.append((s["clusters"], s["compiles"], s["hits"], dict(s["flush_reasons"])))
 
-    train("tpu", 6, per_step)
-    clusters = [b[0] - a[0] for a, b in zip(seen, seen[1:])]
-    compiles = [b[1] - a[1] for a, b in zip(seen, seen[1:])]
-    hits = [b[2] - a[2] for a, b in zip(seen, seen[1:])]
+    train("tpu", steps, per_step)
+    deltas = [tuple(b[k] - a[k] for k in range(3)) for a, b in zip(seen, seen[1:])]
+    return deltas, seen[-1][3]
+
+
+def test_a_step_is_one_cluster_ending_at_the_optimizer_step(fused):
+    deltas, reasons = cluster_counts(6)
+    # Step 1 ends a cluster at backward() (no optimizer step has ended one
+    # yet) and one at AdamW's step(), which builds AdamW's state. Step 2 is
+    # the first whole step, with the state in place: forward, backward and
+    # AdamW as one program. From step 3 on it is a cache hit.
+    assert reasons == {"backward": 1, "optimizer": 6}, reasons
+    assert deltas[0] == (1, 1, 0)
+    assert deltas[1:] == [(1, 0, 1)] * 4
+
+
+def test_step_end_at_backward_keeps_two_clusters_a_step(fused, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_FUSED_STEP_END", "backward")
+    deltas, reasons = cluster_counts(6)
     # Forward and backward end at backward(); AdamW at the synchronize.
-    assert clusters == [2] * 5
-    assert seen[-1][3]["backward"] == 6 and seen[-1][3]["synchronize"] == 6
-    # Step 1 builds AdamW's state, step 2 is the first with it in place; from
-    # step 3 on every cluster is a cache hit.
-    assert compiles[1:] == [0] * 4 and hits[1:] == [2] * 4
+    assert reasons == {"backward": 6, "synchronize": 6}, reasons
+    assert [d[0] for d in deltas] == [2] * 5
+    assert [d[1] for d in deltas[1:]] == [0] * 4 and [d[2] for d in deltas[1:]] == [2] * 4
 
 
 def test_training_equals_strict_eager_and_cpu(fused):

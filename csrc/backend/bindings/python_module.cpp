@@ -147,8 +147,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_launch_blocking", &backend::launch_blocking);
   m.def("_fused_flush", [](const std::string& reason) {
     py::gil_scoped_release no_gil;
-    static const std::string backward = "backward";
-    backend::fused::flush(reason == backward ? "backward" : "python");
+    // The reasons Python may name (flush reasons are counted by name).
+    const char* named = reason == "backward" ? "backward" : reason == "optimizer" ? "optimizer" : "python";
+    backend::fused::flush(named);
   });
   m.def("_reset_fused_stats", &backend::fused::reset_stats);
   m.def("_reset_fallback_ops", &backend::reset_fallback_counts);
