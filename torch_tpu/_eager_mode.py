@@ -65,11 +65,16 @@ def fused_stats():
 
 def reset_fused_stats():
     """Zeros the counters, forgets compiled cluster programs and that an
-    optimizer step has ended a cluster (backward passes end them again
-    until one does)."""
+    optimizer step has ended a cluster (reset_step_end)."""
+    reset_step_end()
+    _C._reset_fused_stats()
+
+
+def reset_step_end():
+    """Forgets that an optimizer step has ended a cluster: backward passes
+    end clusters again until one does."""
     global _optimizer_stepped
     _optimizer_stepped = False
-    _C._reset_fused_stats()
 
 
 def backward_ends_cluster():
