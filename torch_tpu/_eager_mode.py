@@ -91,4 +91,3 @@ def optimizer_step_ended():
         return
     _optimizer_stepped = True
     _C._fused_flush("optimizer")
-
