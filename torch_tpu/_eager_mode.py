@@ -77,9 +77,13 @@ def reset_step_end():
     _optimizer_stepped = False
 
 
+def _steps_end_at_optimizer():
+    return settings.get("TORCH_TPU_FUSED_STEP_END") == "optimizer"
+
+
 def backward_ends_cluster():
     """Whether the end of a backward pass ends the pending fused cluster."""
-    return not _optimizer_stepped or settings.get("TORCH_TPU_FUSED_STEP_END") != "optimizer"
+    return not (_optimizer_stepped and _steps_end_at_optimizer())
 
 
 def optimizer_step_ended():
@@ -87,7 +91,7 @@ def optimizer_step_ended():
     hook): in fused mode, the pending cluster ends here, and from now on
     backward passes no longer end clusters."""
     global _optimizer_stepped
-    if _C._eager_mode() != "fused" or settings.get("TORCH_TPU_FUSED_STEP_END") != "optimizer":
+    if _C._eager_mode() != "fused" or not _steps_end_at_optimizer():
         return
     _optimizer_stepped = True
     _C._fused_flush("optimizer")

@@ -32,14 +32,15 @@ def _flush_after(fn, _C, _eager_mode):
     return mark(wrapper, NAME)
 
 
-def _end_of_optimizer_step(optimizer, args, kwargs):
-    """torch.optim's global step post-hook. Under Dynamo it does nothing: a
-    compiled step() cannot flush, and a graph break here would fail
-    fullgraph=True."""
-    if torch.compiler.is_compiling():
-        return
-    from .. import _eager_mode
-    _eager_mode.optimizer_step_ended()
+def _end_of_step(_eager_mode):
+    def hook(optimizer, args, kwargs):
+        """torch.optim's global step post-hook. Under Dynamo it does nothing: a
+        compiled step() cannot flush, and a graph break here would fail
+        fullgraph=True."""
+        if not torch.compiler.is_compiling():
+            _eager_mode.optimizer_step_ended()
+
+    return mark(hook, NAME)
 
 
 _hook = None
@@ -54,7 +55,7 @@ def install():
         if not marked(fn, NAME):
             setattr(torch.autograd, name, _flush_after(fn, _C, _eager_mode))
     if _hook is None:
-        _hook = optimizer_module.register_optimizer_step_post_hook(mark(_end_of_optimizer_step, NAME))
+        _hook = optimizer_module.register_optimizer_step_post_hook(_end_of_step(_eager_mode))
 
 
 def installed():
