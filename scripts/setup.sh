@@ -62,6 +62,9 @@ fi
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
+# Every install is --no-compile: Python compiles the modules it imports on
+# first use and caches them, where compiling all of torch, vLLM and SGLang up
+# front took about half a minute per torch.
 # Every pip call below keeps the pinned torch: this constraint file replaces any
 # machine-wide one (PIP_CONSTRAINT overrides pip.conf's), such as a cap below
 # torch 2.15, and stops a resolver from replacing torch with another build.
@@ -69,24 +72,24 @@ TORCH_CONSTRAINT=$(mktemp); trap 'rm -f "$TORCH_CONSTRAINT"' EXIT
 echo "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" > "$TORCH_CONSTRAINT"
 export PIP_CONSTRAINT=$TORCH_CONSTRAINT
 # Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
-$PIP install -q --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" 2>&1 | grep -v "^WARNING: Location" || true
-$PIP install -q --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
+$PIP install -q --no-compile --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" 2>&1 | grep -v "^WARNING: Location" || true
+$PIP install -q --no-compile --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
 start=$(date +%s)
 # A failed build must stop here: an older install would still import.
-$PIP install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 | { grep -v "^WARNING: Location" || true; } \
+$PIP install -q --no-compile --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 | { grep -v "^WARNING: Location" || true; } \
   || { echo "torch_tpu failed to build (the compiler's errors are above)" >&2; exit 1; }
 (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu") || { echo "torch_tpu failed to import after the build" >&2; exit 1; }
 echo "torch_tpu built and installed in $(( $(date +%s) - start ))s ($VENV, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null))"
 
 if [ "$TORCH_LINE" = 2.14 ]; then
   # --no-deps: torch must stay as installed; its other needs (numpy, pillow) are pinned in the file.
-  $PIP install -q --disable-pip-version-check --no-deps -r requirements-vision.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  $PIP install -q --no-compile --disable-pip-version-check --no-deps -r requirements-vision.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
   (cd / && "$OLDPWD/$VENV/bin/python" -c "import torchvision.ops") || { echo "torchvision does not import in $VENV" >&2; exit 1; }
 fi
 
 if [ "$JAX" = 1 ]; then
   # --no-deps: jax's dependencies are pinned in the file (no resolver run).
-  $PIP install -q --disable-pip-version-check --no-deps -r requirements-jax.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  $PIP install -q --no-compile --disable-pip-version-check --no-deps -r requirements-jax.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
   (cd / && "$OLDPWD/$VENV/bin/python" -c "import torch_tpu._internal.pallas") \
     || { echo "the jax extra does not import in $VENV (see above)" >&2; exit 1; }
   echo "jax extra (jax $("$VENV/bin/python" -c 'import jax; print(jax.__version__)')) installed in $VENV"
@@ -95,7 +98,7 @@ fi
 if [ "$TITAN" = 1 ]; then
   # TorchTitan 0.3.0 and its dependencies, pinned; torch stays as installed above
   # (PIP_CONSTRAINT keeps the resolver from replacing it).
-  $PIP install -q --disable-pip-version-check -r requirements-titan.txt 2>&1 | grep -v "^WARNING: Location" || true
+  $PIP install -q --no-compile --disable-pip-version-check -r requirements-titan.txt 2>&1 | grep -v "^WARNING: Location" || true
   "$VENV/bin/python" -c "import torch, torchtitan.train; assert torch.__version__.startswith('$TORCH_VERSION'), torch.__version__" \
     || { echo "torchtitan failed to import in $VENV" >&2; exit 1; }
   echo "torchtitan $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torchtitan"))') installed in $VENV"
@@ -105,7 +108,7 @@ if [ "$SERVING" = 1 ]; then
   start=$(date +%s)
   # --no-deps: every package is pinned in the file, and pip must not resolve
   # (it would replace torch and add PyPI's CUDA torchvision).
-  $PIP install -q --disable-pip-version-check --no-deps -r requirements-serving.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  $PIP install -q --no-compile --disable-pip-version-check --no-deps -r requirements-serving.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
   (cd / && "$OLDPWD/$VENV/bin/python" - <<'PY') || { echo "the serving extras do not import (see above)" >&2; exit 1; }
 import importlib.metadata as md, importlib.util, torch
 assert torch.__version__ == "2.13.0+cpu", f"torch changed to {torch.__version__}"
@@ -121,7 +124,7 @@ if [ "$SGLANG" = 1 ]; then
   # --no-deps: every package the tpu path imports is pinned in the file; pip
   # must not resolve SGLang's metadata (it pulls CUDA kernel packages and would
   # touch torch).
-  $PIP install -q --disable-pip-version-check --no-deps -r requirements-sglang.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  $PIP install -q --no-compile --disable-pip-version-check --no-deps -r requirements-sglang.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
   (cd / && "$OLDPWD/$VENV/bin/python" - <<PY) || { echo "SGLang does not import in $VENV (see above)" >&2; exit 1; }
 import importlib.metadata as md, torch
 assert torch.__version__.startswith("$TORCH_VERSION"), f"torch changed to {torch.__version__}"

@@ -14,8 +14,12 @@ def activate():
     """Entry point: the platform class path when a tpu device is usable, else None."""
     import torch
 
-    import torch_tpu  # noqa: F401  (registers device "tpu")
+    import torch_tpu  # registers device "tpu"
 
     if not torch.tpu.is_available():
         return None
+    # Serving runs strict eager whatever the process default: fused clusters
+    # of a step's ops would take a new shape, and compile, with each new mix
+    # of requests.
+    torch_tpu.set_eager_mode("strict")
     return PLATFORM_CLASS

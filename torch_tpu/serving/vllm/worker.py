@@ -25,6 +25,11 @@ logger = init_logger(__name__)
 
 class TpuWorker(Worker):
     def init_device(self):
+        # Serving runs strict eager whatever the process default: a step's
+        # model and sampler are already programs of their own, and fused
+        # clusters of the glue ops between them would take a new shape, and
+        # compile, with each new mix of requests.
+        torch_tpu.set_eager_mode("strict")
         self.device = torch.device("tpu", self.local_rank)
         current_platform.set_device(self.device)
         current_platform.check_if_supports_dtype(self.model_config.dtype)
