@@ -41,6 +41,7 @@ def bench(fn, a, b, sync, reps=200, rounds=5):
 
 
 def main():
+    torch_tpu.set_eager_mode("strict")  # a program per op: the cost this measures
     print(f"torch {torch.__version__}; tpu = {torch.tpu.get_device_name()}")
     print(f"{'op':12s} {'cpu eager us':>13s} {'tpu eager us':>13s} {'ratio':>7s} {'first call ms':>14s}")
     rows = []

@@ -101,7 +101,7 @@ class InductorEngine(TorchEngine):
 
 
 class TpuEngine(TorchEngine):
-    """torch_tpu op-by-op eager."""
+    """torch_tpu op-by-op (strict) eager, whatever the library's default."""
     name, device = "tpu_eager", "tpu"
     memory_kind = "torch.tpu.max_memory_allocated"
 
@@ -116,6 +116,8 @@ class TpuEngine(TorchEngine):
         except ImportError as e:
             raise Missing(f"torch_tpu does not import: {e}") from e
         self.torch_tpu = torch_tpu
+        if hasattr(torch_tpu, "set_eager_mode"):
+            torch_tpu.set_eager_mode("strict")  # the engines below choose their own mode from here
         self.set_mode()
 
     def set_mode(self):

@@ -17,6 +17,7 @@ import sys
 CHILD = r'''
 import json, statistics, sys, time
 import torch, torch_tpu
+torch_tpu.set_eager_mode("strict")  # the eager loop's rows are programs per op
 imported, ops, steps, repeats = sys.argv[1] == "imported", int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 if imported:
     import torch_tpu.profiler  # noqa: F401

@@ -120,8 +120,7 @@ def measure(workload, mode, steps, warmup):
     import torch_tpu
     from workloads import torch as torch_workloads
     torch.set_flush_denormal(True)
-    if mode == "fused":
-        torch_tpu.set_eager_mode("fused")
+    torch_tpu.set_eager_mode("fused" if mode == "fused" else "strict")
     w = torch_workloads.build(workload, "tpu")
     if mode in ("compiled", "trainstep"):
         torch_tpu.compiler.register()

@@ -15,6 +15,11 @@ if not glob.glob(os.path.join(_ROOT, "torch_tpu", "_C*.so")):
 # Op tests must prove ops run natively: a CPU fallback is an error.
 os.environ.setdefault("TORCH_TPU_FALLBACK", "error")
 os.environ.setdefault("TORCH_TPU_NUM_DEVICES", "2")
+# Tests name the eager mode they test (op_modes.py, the `fused` fixture, a
+# subprocess's env); the rest run strict, where a program per op keeps the
+# compile counts they check exact. tests/test_eager_default.py checks the
+# library's default (fused) itself.
+os.environ.setdefault("TORCH_TPU_EAGER_MODE", "strict")
 # A fresh persistent compile cache per test session (inherited by the
 # subprocesses tests start): counts of compiles stay exact, and the user's
 # own cache is neither read nor filled.

@@ -111,8 +111,10 @@ def _run(tmp_path, script):
     shutil.copy(TINY_LLAMA, tmp_path)
     (tmp_path / "driver.py").write_text(DRIVER)
     (tmp_path / "server_driver.py").write_text(SERVER_DRIVER)
+    # The library's default eager mode (fused), not the suite's strict: the
+    # platform must pin strict in SGLang's processes itself.
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               SGLANG_PLATFORM="tpu", TORCH_TPU_FALLBACK="error")
+               SGLANG_PLATFORM="tpu", TORCH_TPU_FALLBACK="error", TORCH_TPU_EAGER_MODE="fused")
     proc = subprocess.run(
         [PYTHON, str(tmp_path / script), str(tmp_path / "model")], cwd="/", env=env,
         capture_output=True, text=True, timeout=420,

@@ -170,8 +170,10 @@ _GENERATE = textwrap.dedent(
 def _run_vllm(tmp_path, script, *args, timeout=600):
     path = tmp_path / "run_vllm.py"
     path.write_text(script)
+    # The library's default eager mode (fused), not the suite's strict: the
+    # worker must pin strict itself, which the program counts below check.
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TORCH_TPU_FALLBACK="error",
-               VLLM_NO_USAGE_STATS="1", VLLM_LOGGING_LEVEL="WARNING")
+               VLLM_NO_USAGE_STATS="1", VLLM_LOGGING_LEVEL="WARNING", TORCH_TPU_EAGER_MODE="fused")
     proc = subprocess.run([sys.executable, str(path), *args], cwd="/", env=env,
                           capture_output=True, text=True, timeout=timeout)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
@@ -266,7 +268,7 @@ def _server(model, *args):
     port = _free_port()
     base = f"http://127.0.0.1:{port}/v1"
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TORCH_TPU_FALLBACK="error",
-               VLLM_NO_USAGE_STATS="1")
+               VLLM_NO_USAGE_STATS="1", TORCH_TPU_EAGER_MODE="fused")  # the library's default, as in _run_vllm
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--max-model-len", "128", "--max-num-seqs", "4",
            "--kv-cache-memory-bytes", str(1 << 22), "--seed", "0", *args]

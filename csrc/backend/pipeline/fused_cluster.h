@@ -29,7 +29,7 @@
 
 namespace tt::backend::fused {
 
-// "strict" (op by op; the default) or "fused"; TORCH_TPU_EAGER_MODE, read at first use.
+// "fused" (the default) or "strict" (op by op); TORCH_TPU_EAGER_MODE, read at first use.
 void set_mode(const std::string& mode);
 std::string mode();
 // Fused mode is on and calls should be recorded (never under
