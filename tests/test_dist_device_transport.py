@@ -39,6 +39,17 @@ def test_transport_is_device_and_rank_devices():
     assert run(body) == [("device", r, r, N) for r in range(N)]
 
 
+def test_ranks_run_strict_eager_and_the_mode_comes_back():
+    # One fused cluster per process: the ranks' interleaved ops would cut it
+    # differently every step, so a launch runs its ranks strict.
+    def body(rank, world):
+        return torch_tpu.get_eager_mode()
+
+    with torch_tpu.eager_mode("fused"):
+        assert run(body) == ["strict"] * N
+        assert torch_tpu.get_eager_mode() == "fused"
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
 @pytest.mark.parametrize("op", ["SUM", "PRODUCT", "MIN", "MAX", "AVG"])
 def test_all_reduce(op, dtype):

@@ -49,11 +49,11 @@ def test_rows_measured_in_fresh_processes(result):
     assert default.status == "ok" and default is result.default
     assert default.step_s > 0 and default.tokens == 4 * 16  # BATCH_SIZE x 16 tokens
     assert default.peak_bytes > 0 and default.compile_s >= 0
-    for mode in ("fused", "compile", "trainstep"):
+    for mode in ("strict", "compile", "trainstep"):
         row = _row(result, mode=mode)
         assert row.status in ("ok", "skipped"), (row.label, row.note)
         if row.status == "ok":
-            # every mode computes the same losses (strict eager's, to rounding)
+            # every mode computes the same losses (fused eager's, to rounding)
             assert row.deviation(default) < 1e-4, row.label
             assert row.ok_runs[0]["compiles_timed"] == 0, f"{row.label} compiled during its timed steps"
     assert {r["info"]["form"] for row in result.rows for r in row.ok_runs} == {"model"}
@@ -109,21 +109,23 @@ def test_settings_file_round_trip(result, tmp_path):
     code = ("import torch, torch_tpu, json; t = torch_tpu.tune.tuned(); "
             "print(json.dumps([t.settings, torch_tpu.get_eager_mode(), torch.get_float32_matmul_precision()]))")
     env = dict(os.environ, TORCH_TPU_TUNED=str(path))
+    env.pop("TORCH_TPU_EAGER_MODE")  # the library's default, which the tuner's default row measured
     out = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     settings, mode, precision = json.loads(out.stdout.strip().splitlines()[-1])
     assert settings == result.settings
-    assert mode == ("fused" if result.settings.get("mode") == "fused" else "strict")
+    assert mode == ("strict" if result.settings.get("mode") == "strict" else "fused")
     assert precision == result.settings.get("matmul_precision", "highest")
 
 
 def test_apply_one_call(tmp_path):
     path = tmp_path / "tuned.json"
-    path.write_text(json.dumps({"torch_tpu_tuned": 1, "settings": {"mode": "fused", "matmul_precision": "high"}}))
+    path.write_text(json.dumps({"torch_tpu_tuned": 1, "settings": {"mode": "strict", "matmul_precision": "high"}}))
     before = (torch_tpu.get_eager_mode(), torch.get_float32_matmul_precision())
     try:
+        torch_tpu.set_eager_mode("fused")
         tuned = tt.apply(str(path))
-        assert torch_tpu.get_eager_mode() == "fused"
+        assert torch_tpu.get_eager_mode() == "strict"
         assert torch.get_float32_matmul_precision() == "high"
         model = torch.nn.Linear(4, 2).to("tpu")
         opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -35,7 +35,7 @@ def _fake_search(monkeypatch, means, spread, budget_s=1000.0):
     measured = []
 
     def fake_run(spec, timeout_s, cache_dir):
-        mode = spec["candidate"].get("mode", "strict")
+        mode = spec["candidate"].get("mode", "fused")
         measured.append(mode)
         step = means[mode] * (1 + rng.gauss(0, spread))
         r = _run(step, jitter=0.3)
@@ -52,24 +52,24 @@ def _fake_search(monkeypatch, means, spread, budget_s=1000.0):
 
 def test_a_real_gain_within_one_process_jitter_is_settled_by_paired_rounds(monkeypatch):
     # 12% faster than the default, 4% between processes and 30% step jitter.
-    # The repeat rounds measure the best two (compile, fused) only; the
+    # The repeat rounds measure the best two (compile, strict) only; the
     # default's one process cannot tell, paired rounds can.
-    s, measured = _fake_search(monkeypatch, {"strict": 3.25e-3, "fused": 3.0e-3, "compile": 2.9e-3}, 0.04)
+    s, measured = _fake_search(monkeypatch, {"fused": 3.25e-3, "strict": 3.0e-3, "compile": 2.9e-3}, 0.04)
     result = s.run()
     assert result.pick.candidate.get("mode") == "compile", result.reason
-    assert measured.count("strict") >= 2
+    assert measured.count("fused") >= 2
 
 
 def test_equal_candidates_keep_the_default(monkeypatch):
-    s, measured = _fake_search(monkeypatch, {"strict": 3.0e-3, "fused": 3.0e-3, "compile": 3.0e-3}, 0.05)
+    s, measured = _fake_search(monkeypatch, {"fused": 3.0e-3, "strict": 3.0e-3, "compile": 3.0e-3}, 0.05)
     result = s.run()
-    assert result.pick.candidate.get("mode", "strict") == "strict", result.reason
+    assert result.pick.candidate.get("mode", "fused") == "fused", result.reason
     assert len(measured) <= 3 + 2 * 4 + 2 * search._SETTLE_ROUNDS  # modes, repeat rounds, paired rounds
 
 
 @pytest.mark.parametrize("plugin, tried", [("tpu", True), ("cpu", False)])
 def test_kernel_block_knobs_are_tried_on_a_tpu_plugin_only(monkeypatch, plugin, tried):
-    s, measured = _fake_search(monkeypatch, {"strict": 3.0e-3, "fused": 3.1e-3, "compile": 3.2e-3}, 0.01)
+    s, measured = _fake_search(monkeypatch, {"fused": 3.0e-3, "strict": 3.1e-3, "compile": 3.2e-3}, 0.01)
     s.knobs = tuple(s.knobs) + ("flash_attention_block", "grouped_mm_tile")
     seen = []
     run = search.runner.run

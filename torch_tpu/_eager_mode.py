@@ -1,14 +1,15 @@
 """Eager execution modes.
 
-"strict" (the default) runs every ATen op as its own XLA program as soon as
-it is called. "fused" records ops into a pending cluster and runs the
+"fused" (the default) records ops into a pending cluster and runs the
 cluster as one program when a value is observed (.cpu(), .item(), printing),
 at torch.tpu.synchronize(), at the end of a training step (below), or when
-the cluster reaches TORCH_TPU_FUSED_MAX_OPS ops (512). Results are the same
+the cluster reaches TORCH_TPU_FUSED_MAX_OPS ops (512). "strict" runs every
+ATen op as its own XLA program as soon as it is called. Results are the same
 in both modes; fused mode launches far fewer programs and lets XLA fuse them.
+Serving workers (vLLM, SGLang) run strict whatever the default.
 
-    torch_tpu.set_eager_mode("fused")      # or TORCH_TPU_EAGER_MODE=fused
-    with torch_tpu.eager_mode("fused"): ...
+    torch_tpu.set_eager_mode("strict")     # or TORCH_TPU_EAGER_MODE=strict
+    with torch_tpu.eager_mode("strict"): ...
 
 TORCH_TPU_LAUNCH_BLOCKING=1 makes every op synchronous (and turns fusion
 off), so that an error is raised by the op that caused it.

@@ -9,7 +9,7 @@ PJRT client, so each collective is one XLA program over them. Returns the
 ranks' return values in rank order. A rank that raises makes the ranks that
 wait for it raise too (``RankFailed``), and the launch raises the first
 rank's error, naming it; a rank that never arrives makes the others raise
-after ``timeout``.
+after ``timeout``. The ranks run strict eager, whatever the process's mode.
 """
 import datetime
 import threading
@@ -86,6 +86,7 @@ def launch_in_process(fn: Callable[..., Any], world_size: int, *args,
     ranks (rank r on tpu:r) under a ``tpu_dist`` default group, and returns
     their results in rank order. ``timeout`` bounds each collective's wait."""
     from .. import _C
+    from .._eager_mode import eager_mode
     from ..patches import thread_local_world
 
     if not isinstance(world_size, int) or world_size < 1:
@@ -126,9 +127,13 @@ def launch_in_process(fn: Callable[..., Any], world_size: int, *args,
 
     threads = [threading.Thread(target=rank_main, args=(r,), name=f"tpu_dist rank {r}", daemon=True)
                for r in range(world_size)]
-    for t in threads:
-        t.start()
-    _join(threads, timeout.total_seconds(), errors)
+    # The ranks run strict eager (restored after): fused eager has one pending
+    # cluster per process, and the threads' interleaved ops would cut it at
+    # other points every step, each cut a new program.
+    with eager_mode("strict"):
+        for t in threads:
+            t.start()
+        _join(threads, timeout.total_seconds(), errors)
     if errors:
         raise RankError(errors) from errors[min(errors)]
     return results

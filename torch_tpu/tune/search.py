@@ -1,8 +1,8 @@
 """The search: which candidates to measure, in which order, within the budget.
 
-1. The default (strict eager, the user's batch) — it also says what the
+1. The default (fused eager, the user's batch) — it also says what the
    workload allows (training or not, batch knob, lengths, sizes to pad).
-2. The execution modes: fused eager, torch.compile, TrainStep (training).
+2. The execution modes: strict eager, torch.compile, TrainStep (training).
 3. On the best so far: shape buckets off (workloads with LENGTHS, compiled
    modes), matmul precisions (only with consent), on a TPU plugin the
    Pallas kernels' block sizes, each registered knob's values — one knob at
@@ -117,7 +117,7 @@ class _Search:
                                f"{default.runs[-1].get('stderr_tail', '') if default.runs else ''}")
         info = default.ok_runs[0]["info"]
         if "mode" in self.knobs:
-            for mode in ("fused", "compile", "trainstep"):
+            for mode in space.MODES[1:]:
                 if mode != "trainstep" or info["training"]:
                     self.add({"mode": mode})
         best = self.ranked()[0].candidate
@@ -164,9 +164,10 @@ class _Search:
                     return
 
     def measure_layouts(self, info):
-        """DDP and FSDP2 over world_size in-process ranks, in strict eager:
-        fused eager's clusters end where the collectives' hooks fall, which
-        moves from step to step, so it builds programs in every step."""
+        """DDP and FSDP2 over world_size in-process ranks, which run strict
+        eager (launch_in_process: the ranks are threads of one process, whose
+        one fused cluster their interleaved ops would cut differently every
+        step)."""
         n = self.world_size
         if "layout" not in self.knobs or n < 2 or not info["training"] or info["form"] != "model":
             return

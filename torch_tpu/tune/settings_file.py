@@ -62,7 +62,7 @@ class Tuned:
 
     def __init__(self, settings):
         self.settings = dict(settings)
-        self.mode = self.settings.get("mode", "strict")
+        self.mode = self.settings.get("mode", "fused")
 
     def compile(self, fn):
         if self.mode in ("compile", "trainstep"):
@@ -99,7 +99,7 @@ def apply(source):
     # Only the knobs the file names change; the others keep their values
     # (at a fresh start, the defaults the tuner compared against).
     if "mode" in settings:
-        torch_tpu.set_eager_mode("fused" if settings["mode"] == "fused" else "strict")
+        torch_tpu.set_eager_mode("strict" if settings["mode"] == "strict" else "fused")
     if "matmul_precision" in settings:
         torch.set_float32_matmul_precision(settings["matmul_precision"])
     if "shape_buckets" in settings:

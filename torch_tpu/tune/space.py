@@ -2,7 +2,8 @@
 
 A candidate is a dict {knob: value}; a knob left out has its default. Knobs:
 
-  mode              "strict" (default), "fused" (fused eager), "compile"
+  mode              "fused" (default: fused eager, the library's default),
+                    "strict" (strict eager), "compile"
                     (torch.compile(step, backend="tpu")), "trainstep"
                     (torch_tpu.TrainStep; training workloads with an optimizer)
   matmul_precision  "highest" (default), "high", "medium": changes numerics on a
@@ -31,7 +32,7 @@ import importlib
 
 from ..kernels import blocks as kernel_blocks
 
-MODES = ("strict", "fused", "compile", "trainstep")
+MODES = ("fused", "strict", "compile", "trainstep")  # the default first
 PRECISIONS = ("highest", "high", "medium")
 BUCKETS = ("pow2", "off")
 PAD_MULTIPLE = 128
@@ -121,7 +122,7 @@ def normalized(candidate):
 def label(candidate):
     c = normalized(candidate)
     if not c:
-        return "default (strict eager)"
+        return "default (fused eager)"
     parts = []
     for k, v in c.items():
         if k == "mode":

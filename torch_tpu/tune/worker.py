@@ -33,7 +33,7 @@ def _prepare(candidate, hooks):
 
     from . import space
 
-    mode = candidate.get("mode", "strict")
+    mode = candidate.get("mode", "fused")
     if mode not in space.MODES:
         raise ValueError(f"unknown mode {mode!r}")
     torch.set_float32_matmul_precision(candidate.get("matmul_precision", "highest"))
@@ -41,7 +41,7 @@ def _prepare(candidate, hooks):
         import torch_tpu.compiler
         torch_tpu.compiler.set_shape_buckets(candidate["shape_buckets"])
     space.apply_hooks(candidate, hooks)
-    torch_tpu.set_eager_mode("fused" if mode == "fused" else "strict")
+    torch_tpu.set_eager_mode("strict" if mode == "strict" else "fused")  # compiled modes' eager ops: the default
     return torch, torch_tpu, mode
 
 
@@ -149,7 +149,7 @@ def _layout_wrap(kind):
 def measure_layout(spec):
     """The training step over N in-process ranks (launch_in_process, rank r
     on tpu:r), each with the global batch's 1/N share, in the candidate's
-    eager mode (the search asks for strict). Every rank runs the same steps: warm-up until no rank built a
+    eager mode (launch_in_process runs the ranks strict). Every rank runs the same steps: warm-up until no rank built a
     program in its last step (at least two, at most max_warmup), then
     `layout_steps` timed ones; the step time is rank 0's lower quartile."""
     import torch.distributed as dist
