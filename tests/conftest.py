@@ -68,20 +68,10 @@ _ONE_AT_A_TIME = ("test_dist_", "test_benchmarks.py", "test_exit_after_backward.
                   "test_torchtitan")
 
 
-# Files with tests of a minute or more (torchruns, vLLM, SGLang, TorchTitan, a
-# tuning run), longest first: they start the run, so that it does not end
-# with one worker inside one of them while the other has nothing left.
-_LONG_FIRST = ("test_torchtitan_moe.py", "test_serving_vllm.py", "test_torchtitan.py", "test_serving_sglang.py",
-               "test_benchmarks.py", "test_kernels_helion.py", "test_tune.py", "test_dist_compiled.py",
-               "test_exit_after_backward.py", "test_tune_layout.py", "test_dist_fsdp.py", "test_dist_collectives.py")
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if os.path.basename(str(item.fspath)).startswith(_ONE_AT_A_TIME):
             item.add_marker(pytest.mark.xdist_group("one_at_a_time"))
-    rank = {name: i for i, name in enumerate(_LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable
 
 
 # Files whose tests all run on one xdist worker: each has a module fixture of
