@@ -34,7 +34,9 @@ done
 bash scripts/setup.sh --serving --jax || exit 1
 VENV=${TORCH_TPU_VENV:-.venv}
 WORKERS=${TORCH_TPU_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
-"$VENV/bin/python" -m pytest tests -q -p no:cacheprovider --durations=40 -n "$WORKERS" --dist loadgroup ${TORCH_TPU_TEST_ARGS:-} 2>&1 | tee /tmp/torch_tpu_pytest.log
+# Every test's duration goes to /tmp/torch_tpu_junit.xml (the 40 longest print below).
+"$VENV/bin/python" -m pytest tests -q -p no:cacheprovider --durations=40 --junitxml=/tmp/torch_tpu_junit.xml \
+  -n "$WORKERS" --dist loadgroup ${TORCH_TPU_TEST_ARGS:-} 2>&1 | tee /tmp/torch_tpu_pytest.log
 rc=${PIPESTATUS[0]}
 [ "$rc" = 0 ] && [ "$rc_lines" != 0 ] && { echo "another torch line failed its set-up or core subset (above)" >&2; rc=$rc_lines; }
 exit $rc
