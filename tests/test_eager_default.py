@@ -13,16 +13,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICKSTART = os.path.join(ROOT, "examples", "quickstart.py")
 
 
-def env_with(mode=None):
+def env_with(mode=None, cache_dir=None):
     env = {k: v for k, v in os.environ.items() if k != "TORCH_TPU_EAGER_MODE"}
     if mode is not None:
         env["TORCH_TPU_EAGER_MODE"] = mode
+    if cache_dir is not None:  # an empty persistent cache: every program the run needs compiles
+        env["TORCH_TPU_CACHE_DIR"] = str(cache_dir)
     return env
 
 
-def run(args, mode=None):
-    proc = subprocess.run([sys.executable, *args], env=env_with(mode), cwd="/", capture_output=True, text=True,
-                          timeout=300)
+def run(args, mode=None, cache_dir=None):
+    proc = subprocess.run([sys.executable, *args], env=env_with(mode, cache_dir), cwd="/", capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc.stdout
 
@@ -33,17 +35,17 @@ def test_default_is_fused_and_the_setting_selects(mode, expected):
     assert out.strip().splitlines()[-1] == expected
 
 
-def quickstart(mode):
-    out = run([QUICKSTART], mode)
+def quickstart(mode, cache_dir):
+    out = run([QUICKSTART], mode, cache_dir)
     losses = [float(x) for x in re.findall(r"^step +\d+ +loss ([0-9.e+-]+)$", out, re.M)]
     compiled = int(re.search(r"programs compiled: (\d+)", out).group(1))
     assert "CPU fallbacks: none" in out, out
     return losses, compiled
 
 
-def test_quickstart_in_the_default_mode_matches_strict_with_fewer_programs():
-    default_losses, default_compiled = quickstart(None)
-    strict_losses, strict_compiled = quickstart("strict")
+def test_quickstart_in_the_default_mode_matches_strict_with_fewer_programs(tmp_path):
+    default_losses, default_compiled = quickstart(None, tmp_path / "default")
+    strict_losses, strict_compiled = quickstart("strict", tmp_path / "strict")
     assert len(default_losses) == len(strict_losses) == 9
     for a, b in zip(default_losses, strict_losses):
         assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (default_losses, strict_losses)
