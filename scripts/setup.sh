@@ -10,6 +10,8 @@
 #   bash scripts/setup.sh --serving       # .venv plus the serving extras (vLLM, requirements-serving.txt)
 #   bash scripts/setup.sh --sglang        # --torch 2.14 plus SGLang 0.5.23 (requirements-sglang.txt)
 #   bash scripts/setup.sh --jax           # plus the jax extra (requirements-jax.txt): torch_tpu._internal.pallas
+#   bash scripts/setup.sh --torch 2.15 --torch-only   # only the venv and its pinned torch (scripts/test.sh
+#                                                      # installs one line's torch while it builds another)
 #
 # The second torch gets its own venv and CMake build folder, so switching
 # between the two never rebuilds the other's objects.
@@ -21,6 +23,7 @@ TITAN=0
 SERVING=0
 SGLANG=0
 JAX=0
+TORCH_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --torch) TORCH_LINE=${2:?--torch needs a version: 2.13, 2.14 or 2.15}; shift 2 ;;
@@ -29,7 +32,8 @@ while [ $# -gt 0 ]; do
     --serving) SERVING=1; shift ;;
     --sglang) SGLANG=1; shift ;;
     --jax) JAX=1; shift ;;
-    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14|2.15, --titan, --sglang, --serving, --jax)" >&2; exit 2 ;;
+    --torch-only) TORCH_ONLY=1; shift ;;
+    *) echo "setup.sh: unknown option $1 (known: --torch 2.13|2.14|2.15, --titan, --sglang, --serving, --jax, --torch-only)" >&2; exit 2 ;;
   esac
 done
 # TorchTitan and SGLang run on torch 2.14 unless --torch names another line.
@@ -73,6 +77,7 @@ echo "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" > "$TORCH_CONSTRAINT"
 export PIP_CONSTRAINT=$TORCH_CONSTRAINT
 # Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
 $PIP install -q --no-compile --disable-pip-version-check "torch==${TORCH_TPU_TORCH_VERSION:-$TORCH_VERSION}" 2>&1 | grep -v "^WARNING: Location" || true
+[ "$TORCH_ONLY" = 1 ] && exit 0
 $PIP install -q --no-compile --disable-pip-version-check -r requirements-dev.txt ${PIP_EXTRA_CMAKE:-} 2>&1 | grep -v "^WARNING: Location" || true
 start=$(date +%s)
 # A failed build must stop here: an older install would still import.

@@ -13,6 +13,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rc_lines=0
+# The core lines' torch wheels (5.5 GB each) unpack beside the 2.14 set-up,
+# which spends most of its time on one core; their builds run later, one at a time.
+torch_only=()
+for line in ${TORCH_TPU_CORE_LINES:-2.15}; do
+  [ "$line" = none ] || [ "$line" = 2.14 ] && continue  # 2.14's venv is the one being set up below
+  bash scripts/setup.sh --torch "$line" --torch-only > "/tmp/torch_tpu_torch_$line.log" 2>&1 &
+  torch_only+=($!)
+done
 if [ "${TORCH_TPU_TORCH214:-1}" != 0 ]; then
   args=(--torch 2.14)
   [ "${TORCH_TPU_TITAN:-1}" != 0 ] && args+=(--titan)
@@ -25,6 +33,7 @@ if [ "${TORCH_TPU_TORCH214:-1}" != 0 ]; then
     tests/test_ops_torchvision.py 2>&1 | tail -5 | sed "s/^/[torch 2.14] /"
   [ "${PIPESTATUS[0]}" = 0 ] || rc_lines=1
 fi
+for pid in ${torch_only[@]+"${torch_only[@]}"}; do wait "$pid" || true; done  # a failed install shows in the set-up below
 for line in ${TORCH_TPU_CORE_LINES:-2.15}; do
   [ "$line" = none ] && continue
   bash scripts/test_torch_line.sh "$line" || rc_lines=1
