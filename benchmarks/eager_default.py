@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("strict", "fused")
 
 
-def programs():
+def compiles():
     import torch_tpu
     return torch_tpu.cache_info()["compiles"]
 
@@ -35,12 +35,12 @@ def run_training(name, steps):
     w = build(name, "tpu")
     out = {}
     for phase in ("cold", "warm"):
-        before = programs()
+        before = compiles()
         start = time.perf_counter()
         for _ in range(steps):
             w.step()
         torch.tpu.synchronize()
-        out[phase] = (time.perf_counter() - start, programs() - before)
+        out[phase] = (time.perf_counter() - start, compiles() - before)
     return out
 
 
@@ -56,12 +56,12 @@ def run_generate(new_tokens):
     prompt = torch.randint(0, 256, (1, 8)).to("tpu")
     out = {}
     for phase in ("cold", "warm"):
-        before = programs()
+        before = compiles()
         start = time.perf_counter()
         with torch.no_grad():
             model.generate(prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
         torch.tpu.synchronize()
-        out[phase] = (time.perf_counter() - start, programs() - before)
+        out[phase] = (time.perf_counter() - start, compiles() - before)
     return out
 
 
