@@ -99,7 +99,7 @@ def apply(source):
     # Only the knobs the file names change; the others keep their values
     # (at a fresh start, the defaults the tuner compared against).
     if "mode" in settings:
-        torch_tpu.set_eager_mode("strict" if settings["mode"] == "strict" else "fused")
+        torch_tpu.set_eager_mode(space.eager_mode(settings["mode"]))
     if "matmul_precision" in settings:
         torch.set_float32_matmul_precision(settings["matmul_precision"])
     if "shape_buckets" in settings:

@@ -109,6 +109,13 @@ def check_names(names):
                          f"the knobs are {', '.join(known)}")
 
 
+def eager_mode(mode):
+    """The eager mode a tuned `mode` runs its eager ops in: strict for
+    "strict", the library's default (fused) for the others, compiled modes'
+    eager ops included. The worker measures with it and apply() sets it."""
+    return "strict" if mode == "strict" else "fused"
+
+
 def default_candidate():
     return {}
 

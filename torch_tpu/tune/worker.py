@@ -41,7 +41,7 @@ def _prepare(candidate, hooks):
         import torch_tpu.compiler
         torch_tpu.compiler.set_shape_buckets(candidate["shape_buckets"])
     space.apply_hooks(candidate, hooks)
-    torch_tpu.set_eager_mode("strict" if mode == "strict" else "fused")  # compiled modes' eager ops: the default
+    torch_tpu.set_eager_mode(space.eager_mode(mode))
     return torch, torch_tpu, mode
 
 
